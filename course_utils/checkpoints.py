@@ -1,0 +1,53 @@
+"""Finding and loading checkpoints, with errors that say what to do."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint is missing, unreadable, or does not fit the model."""
+
+
+def _epoch_key(path: Path):
+    numbers = re.findall(r"\d+", path.name.split(".")[0])  # "ckpt_10.weights.h5" -> 10, not 5
+    return (int(numbers[-1]) if numbers else -1, path.stat().st_mtime)
+
+
+def latest_checkpoint(directory: str | os.PathLike, pattern: str = "*.weights.h5") -> Path:
+    """The checkpoint in ``directory`` matching ``pattern`` with the highest epoch number.
+
+    Keras 3's ``ModelCheckpoint`` writes one file per epoch (``ckpt_{epoch:02d}.weights.h5``);
+    the number in the name orders them (file time breaks ties).
+    """
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise CheckpointError(
+            f"No checkpoint directory {directory}. Run the training cell (the ModelCheckpoint "
+            "callback creates it) before restoring."
+        )
+    found = [p for p in directory.glob(pattern) if p.is_file()]
+    if not found:
+        raise CheckpointError(
+            f"No checkpoint matching {pattern!r} in {directory}. Run the training cell first, "
+            "or check that ModelCheckpoint's filepath ends in '.weights.h5'."
+        )
+    return max(found, key=_epoch_key)
+
+
+def load_weights(model, path: str | os.PathLike) -> Path:
+    """``model.load_weights(path)`` with a clear error for a missing, corrupt or mismatched file."""
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"Checkpoint {path} does not exist. Train first, or pass an existing file.")
+    try:
+        model.load_weights(path)
+    except (OSError, ValueError, KeyError) as err:
+        raise CheckpointError(
+            f"Could not load {path} into model {model.name!r}: {err}. The file is corrupt or "
+            "truncated, or it was saved from a model with other layers. Delete it and train "
+            "again, or restore an earlier checkpoint."
+        ) from err
+    return path

@@ -1,0 +1,53 @@
+"""Plots used by several notebooks. Each returns the matplotlib Figure."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+
+def _history_dict(history) -> Mapping[str, Sequence[float]]:
+    return history.history if hasattr(history, "history") else history
+
+
+def plot_history(history, metrics: Sequence[str] = ("loss", "accuracy"), title: str | None = None):
+    """Training curves: one panel per metric, with ``val_<metric>`` beside it when present.
+
+    ``history`` is what ``Model.fit`` returns, or a ``{name: [value per epoch]}`` dict.
+    """
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    hist = _history_dict(history)
+    missing = [m for m in metrics if m not in hist]
+    if missing:
+        raise KeyError(f"history has no {missing}; it has {sorted(hist)}")
+    fig, axes = plt.subplots(1, len(metrics), figsize=(5 * len(metrics), 3.5), squeeze=False)
+    for ax, metric in zip(axes[0], metrics):
+        epochs = range(1, len(hist[metric]) + 1)
+        ax.plot(epochs, hist[metric], marker="o", label=f"train {metric}")
+        if f"val_{metric}" in hist:
+            ax.plot(epochs, hist[f"val_{metric}"], marker="o", label=f"validation {metric}")
+        ax.set_xlabel("epoch")
+        ax.set_ylabel(metric)
+        ax.grid(alpha=0.3)
+        ax.legend()
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def plot_bars(values: Mapping[str, float], ylabel: str, title: str | None = None, fmt: str = "{:.0f}"):
+    """A labelled bar chart of ``{label: value}``, each bar annotated with its value."""
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    if not values:
+        raise ValueError("plot_bars needs at least one value")
+    fig, ax = plt.subplots(figsize=(max(4, 1.6 * len(values)), 3.5))
+    bars = ax.bar(list(values), list(values.values()), color="tab:blue")
+    ax.bar_label(bars, labels=[fmt.format(v) for v in values.values()])
+    ax.set_ylabel(ylabel)
+    ax.margins(y=0.15)
+    if title:
+        ax.set_title(title)
+    fig.tight_layout()
+    return fig

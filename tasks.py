@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""The course's commands. Needs only Python 3.10+ to start; it builds everything else.
+
+    python3 tasks.py course   # set up, then execute every notebook (outputs written in place)
+    python3 tasks.py test     # set up, then run the whole test suite
+    python3 tasks.py lab      # set up, then open JupyterLab for students
+    python3 tasks.py setup    # only set up: .venv, dependencies, offline data
+
+Set-up creates ``.venv`` beside this file, installs ``course_utils`` (editable)
+with its dependencies, and -- where ``apt-get`` exists and we are root --
+installs Debian's ``dataset-fashion-mnist`` for offline real data. It re-installs
+only when ``pyproject.toml`` changed since the last set-up.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+PY = VENV / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+STAMP = VENV / ".course-installed"
+FASHION_MNIST = Path("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")
+KERNEL_NAME = "python3"
+
+
+def say(msg: str) -> None:
+    print(f"[tasks] {msg}", flush=True)
+
+
+def run(cmd: list[str], **kw) -> None:
+    subprocess.run([str(c) for c in cmd], check=True, **kw)
+
+
+def _is_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def _apt_install(*packages: str) -> bool:
+    """Install Debian packages when we can (root + apt-get); quietly skip otherwise."""
+    if not (_is_root() and shutil.which("apt-get")):
+        return False
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "env": env}
+    if subprocess.run(["apt-get", "install", "-y", "-q", *packages], **quiet).returncode == 0:
+        return True
+    subprocess.run(["apt-get", "update", "-q"], **quiet)
+    return subprocess.run(["apt-get", "install", "-y", "-q", *packages], **quiet).returncode == 0
+
+
+def make_venv() -> None:
+    if PY.exists():
+        return
+    say(f"creating {VENV}")
+    try:
+        venv.EnvBuilder(with_pip=True).create(VENV)
+    except (subprocess.CalledProcessError, OSError):
+        shutil.rmtree(VENV, ignore_errors=True)
+        # Debian's Python ships venv's pip bootstrap separately.
+        minor = f"python{sys.version_info.major}.{sys.version_info.minor}-venv"
+        if not _apt_install(minor, "python3-venv"):
+            sys.exit(f"Could not create a virtual environment. Install {minor} "
+                     f"(sudo apt-get install {minor}) and run this command again.")
+        venv.EnvBuilder(with_pip=True).create(VENV)
+
+
+def setup() -> None:
+    make_venv()
+    digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    if not (STAMP.exists() and STAMP.read_text() == digest):
+        say("installing course_utils and its dependencies into .venv (first time: a few minutes)")
+        run([PY, "-m", "pip", "install", "-q", "--upgrade", "pip"])
+        run([PY, "-m", "pip", "install", "-q", "-e", ROOT])
+        run([PY, "-m", "ipykernel", "install", "--sys-prefix", "--name", KERNEL_NAME,
+             "--display-name", "Python 3 (distributed-training-course)"],
+            stdout=subprocess.DEVNULL)
+        STAMP.write_text(digest)
+    if not FASHION_MNIST.exists():
+        if _apt_install("dataset-fashion-mnist"):
+            say("installed Debian's dataset-fashion-mnist (offline Fashion-MNIST)")
+        else:
+            say("offline Fashion-MNIST not installed (needs root + apt-get); notebooks will use TFDS")
+
+
+def _venv_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PATH"] = f"{PY.parent}{os.pathsep}{env.get('PATH', '')}"
+    env["VIRTUAL_ENV"] = str(VENV)
+    env.setdefault("MPLBACKEND", "Agg")
+    return env
+
+
+def course(args: list[str]) -> int:
+    setup()
+    return subprocess.run([PY, ROOT / "tools" / "run_notebooks.py", *args], env=_venv_env()).returncode
+
+
+def test(args: list[str]) -> int:
+    setup()
+    env = _venv_env()
+    env["COURSE_OFFLINE"] = "1"  # no test ever needs the network
+    say("unit tests and papermill smoke runs")
+    rc = subprocess.run([PY, "-m", "pytest", "tests", *args], cwd=ROOT, env=env).returncode
+    if rc != 0:
+        return rc
+    say("nbval: checked outputs of the committed notebooks, in the smoke setting")
+    staged = ROOT / "build" / "nbval"
+    run([PY, ROOT / "tools" / "stage_nbval.py", staged], env=env)
+    return subprocess.run(
+        [PY, "-m", "pytest", "-p", "no:cacheprovider", "--nbval-lax", "--nbval-current-env",
+         "--nbval-sanitize-with", ROOT / "tests" / "nbval_sanitize.cfg", "-o", "testpaths=",
+         staged], cwd=staged, env=env).returncode
+
+
+def lab(args: list[str]) -> int:
+    setup()
+    return subprocess.run([PY, "-m", "jupyter", "lab", *args], cwd=ROOT, env=_venv_env()).returncode
+
+
+def main(argv: list[str]) -> int:
+    commands = {"course": course, "test": test, "lab": lab}
+    if not argv or argv[0] not in {*commands, "setup"}:
+        print(__doc__)
+        return 2
+    if argv[0] == "setup":
+        setup()
+        return 0
+    return commands[argv[0]](argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,39 @@
+"""Test set-up: offline always, two logical CPU devices, and data that needs no network."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+os.environ["COURSE_OFFLINE"] = "1"  # no test ever needs the network
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+from course_utils.devices import simulate_devices  # noqa: E402
+
+# Configure devices before any test runs a TensorFlow op (it can only happen once per process).
+TEST_DEVICES = simulate_devices(2, verbose=False)
+
+
+@pytest.fixture(scope="session")
+def fake_idx_dir(tmp_path_factory) -> Path:
+    from fake_data import write_fake_fashion_mnist
+
+    return write_fake_fashion_mnist(tmp_path_factory.mktemp("fashion_mnist_idx"))
+
+
+@pytest.fixture(scope="session")
+def notebook_data_env(fake_idx_dir) -> dict[str, str]:
+    """Environment for notebook kernels: real offline Fashion-MNIST if installed, else the fake files."""
+    from course_utils.data import DEBIAN_FASHION_MNIST_DIR, FASHION_MNIST_DIR_ENV
+
+    env = {"COURSE_OFFLINE": "1"}
+    if not (DEBIAN_FASHION_MNIST_DIR / "train-images-idx3-ubyte.gz").exists():
+        env[FASHION_MNIST_DIR_ENV] = str(fake_idx_dir)
+    return env

@@ -1,0 +1,44 @@
+import keras
+import numpy as np
+import pytest
+
+from course_utils import checkpoints
+
+
+def _model(units=2):
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(units)], name="tiny")
+    return model
+
+
+def test_latest_checkpoint_orders_by_epoch_number(tmp_path):
+    for name in ["ckpt_02.weights.h5", "ckpt_10.weights.h5", "ckpt_09.weights.h5", "notes.txt"]:
+        (tmp_path / name).write_bytes(b"x")
+    assert checkpoints.latest_checkpoint(tmp_path).name == "ckpt_10.weights.h5"
+
+
+def test_missing_directory_and_empty_directory(tmp_path):
+    with pytest.raises(checkpoints.CheckpointError, match="No checkpoint directory .*Run the training cell"):
+        checkpoints.latest_checkpoint(tmp_path / "nope")
+    with pytest.raises(checkpoints.CheckpointError, match="No checkpoint matching"):
+        checkpoints.latest_checkpoint(tmp_path)
+
+
+def test_load_round_trip(tmp_path):
+    model = _model()
+    model.save_weights(tmp_path / "ckpt_01.weights.h5")
+    fresh = _model()
+    checkpoints.load_weights(fresh, checkpoints.latest_checkpoint(tmp_path))
+    for a, b in zip(model.get_weights(), fresh.get_weights()):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_corrupt_missing_and_mismatched_files(tmp_path):
+    corrupt = tmp_path / "corrupt.weights.h5"
+    corrupt.write_bytes(b"garbage")
+    with pytest.raises(checkpoints.CheckpointError, match="corrupt or truncated"):
+        checkpoints.load_weights(_model(), corrupt)
+    with pytest.raises(checkpoints.CheckpointError, match="does not exist"):
+        checkpoints.load_weights(_model(), tmp_path / "missing.weights.h5")
+    _model(units=2).save_weights(tmp_path / "two.weights.h5")
+    with pytest.raises(checkpoints.CheckpointError, match="other layers"):
+        checkpoints.load_weights(_model(units=5), tmp_path / "two.weights.h5")

@@ -1,0 +1,89 @@
+"""Every course notebook: its structure, and a papermill run in the smoke setting (one test each)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import nbformat
+import papermill as pm
+import pytest
+from papermill.parameterize import parameterize_notebook
+
+from notebook_params import ROOT, course_notebooks, smoke_parameters
+
+NOTEBOOKS = course_notebooks()
+IDS = [str(p.relative_to(ROOT)) for p in NOTEBOOKS]
+CHECK = "# NBVAL_CHECK_OUTPUT"
+
+
+def test_course_has_notebooks():
+    assert [p.name[:2] for p in NOTEBOOKS if p.parent.name == "notebooks"][:2] == ["01", "02"]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_structure(path):
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    first = nb.cells[0]
+    assert first.cell_type == "markdown" and first.source.startswith("# ")
+    badge = f"colab.research.google.com/github/"
+    assert badge in first.source and f"/blob/main/{path.relative_to(ROOT)})" in first.source
+
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    tagged = [i for i, c in enumerate(code) if "parameters" in c.metadata.get("tags", [])]
+    assert tagged == [0], "exactly one parameters cell, and it is the first code cell"
+    assert pm.inspect_notebook(str(path)), "the parameters cell declares parameters"
+
+    # Devices are configured before any other cell uses TensorFlow.
+    uses_tf = [i for i, c in enumerate(code) if re.search(r"\btf\.|import tensorflow|import keras", c.source)]
+    configures = [i for i, c in enumerate(code) if "simulate_devices(" in c.source]
+    assert configures and configures[0] < uses_tf[0]
+
+    headings = [c.source.splitlines()[0] for c in nb.cells if c.cell_type == "markdown"]
+    assert "## Summary" in headings and "## Exercises" in "\n".join(nb.cells[-1].source.splitlines())
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_committed_outputs_come_from_a_clean_run(path):
+    nb = nbformat.read(path, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    counts = [c.execution_count for c in code]
+    assert None not in counts and counts == sorted(counts), "run top to bottom by the course command"
+    for cell in code:
+        assert not [o for o in cell.outputs if o.output_type == "error"]
+        if cell.source.startswith(CHECK):
+            assert cell.outputs, f"checked cell has no stored output (nbval would pass vacuously):\n{cell.source[:80]}"
+            assert not [o for o in cell.outputs if o.get("name") == "stderr"], "stderr in a checked cell"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_runs_in_smoke_setting(path, tmp_path, notebook_data_env, monkeypatch):
+    for key, value in notebook_data_env.items():
+        monkeypatch.setenv(key, value)
+    out = tmp_path / path.name
+    pm.execute_notebook(str(path), str(out), parameters=smoke_parameters(path), cwd=str(tmp_path),
+                        progress_bar=False, log_output=False, kernel_name="python3")
+    executed = nbformat.read(out, as_version=4)
+    assert all(c.execution_count for c in executed.cells if c.cell_type == "code")
+
+
+def test_nbval_fails_when_a_checked_output_changes(tmp_path, notebook_data_env):
+    """The suite's nbval run compares checked cells with committed outputs: prove a change is caught."""
+    path = ROOT / "notebooks" / "01_strategies_overview.ipynb"
+    nb = parameterize_notebook(nbformat.read(path, as_version=4), smoke_parameters(path))
+    checked = [c for c in nb.cells if c.cell_type == "code" and c.source.startswith(CHECK)]
+    target = checked[-1]
+    for output in target.outputs:
+        if output.get("name") == "stdout":
+            output["text"] = output["text"].replace("True", "False")
+    nbformat.write(nb, tmp_path / "changed.ipynb")
+    env = dict(os.environ, **notebook_data_env)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--nbval-lax", "--nbval-current-env",
+         "-o", "testpaths=", "-q", str(tmp_path / "changed.ipynb")],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stdout[-2000:]
+    assert "1 failed" in proc.stdout

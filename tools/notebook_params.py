@@ -1,0 +1,35 @@
+"""Where the course's notebooks are, and the smoke setting CI runs them in."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import papermill as pm
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOK_DIRS = ("notebooks", "solutions")
+
+# The smoke setting: every notebook names its parameters from this list, and
+# gets the ones it declares. Few examples, one epoch: proves the notebook runs.
+SMOKE = {
+    "EPOCHS": 1,
+    "LIMIT": 512,
+    "TEST_LIMIT": 256,
+    "PER_REPLICA_BATCH": 32,
+    "TIMING_STEPS": 4,
+    "SMOKE": True,
+}
+
+
+def course_notebooks() -> list[Path]:
+    """Every notebook the course command executes, in course order."""
+    found: list[Path] = []
+    for folder in NOTEBOOK_DIRS:
+        found += sorted((ROOT / folder).glob("[0-9]*.ipynb"))
+    return found
+
+
+def smoke_parameters(path: Path) -> dict:
+    """The smoke values for the parameters this notebook declares."""
+    declared = pm.inspect_notebook(str(path))
+    return {name: value for name, value in SMOKE.items() if name in declared}

@@ -1,0 +1,57 @@
+"""Execute the course's notebooks with papermill, a progress line per notebook.
+
+    python tools/run_notebooks.py                 # all notebooks, default parameters, in place
+    python tools/run_notebooks.py 02 03           # only notebooks whose name contains 02 or 03
+    python tools/run_notebooks.py --smoke --output-dir build/smoke
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import papermill as pm
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from notebook_params import ROOT, course_notebooks, smoke_parameters  # noqa: E402
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    parser.add_argument("select", nargs="*", help="run only notebooks whose file name contains one of these")
+    parser.add_argument("--smoke", action="store_true", help="use the fast CI parameters")
+    parser.add_argument("--output-dir", type=Path, help="write executed copies here instead of in place")
+    args = parser.parse_args(argv)
+
+    notebooks = [p for p in course_notebooks() if not args.select or any(s in p.name for s in args.select)]
+    if not notebooks:
+        print("No notebook matches", args.select, file=sys.stderr)
+        return 2
+    failures = []
+    total = time.perf_counter()
+    for i, path in enumerate(notebooks, 1):
+        rel = path.relative_to(ROOT)
+        params = smoke_parameters(path) if args.smoke else {}
+        out = path if args.output_dir is None else args.output_dir / rel
+        out.parent.mkdir(parents=True, exist_ok=True)
+        print(f"[{i}/{len(notebooks)}] {rel} ...", flush=True)
+        start = time.perf_counter()
+        try:
+            pm.execute_notebook(str(path), str(out), parameters=params, cwd=str(path.parent),
+                                progress_bar=False, log_output=False)
+        except pm.PapermillExecutionError as err:
+            failures.append(rel)
+            print(f"[{i}/{len(notebooks)}] {rel} FAILED after {time.perf_counter() - start:.0f} s: "
+                  f"{err.ename}: {err.evalue} (see {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out})",
+                  flush=True)
+            continue
+        print(f"[{i}/{len(notebooks)}] {rel} done in {time.perf_counter() - start:.0f} s", flush=True)
+    print(f"{len(notebooks) - len(failures)} of {len(notebooks)} notebooks ran in "
+          f"{time.perf_counter() - total:.0f} s" + (f"; failed: {', '.join(map(str, failures))}" if failures else ""))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,46 @@
+"""Stage the committed notebooks for nbval, in the smoke setting.
+
+Each copy keeps its committed outputs and gets papermill's injected-parameters
+cell with the smoke values, so nbval re-executes it fast and compares every cell
+marked ``# NBVAL_CHECK_OUTPUT`` with the committed output. Those cells must not
+depend on parameters or timing, so a difference means the code changed what
+they print.
+
+    python tools/stage_nbval.py build/nbval
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import nbformat
+from papermill.parameterize import parameterize_notebook
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from notebook_params import ROOT, course_notebooks, smoke_parameters  # noqa: E402
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print(__doc__, file=sys.stderr)
+        return 2
+    target = Path(argv[0]).resolve()
+    shutil.rmtree(target, ignore_errors=True)
+    for path in course_notebooks():
+        nb = nbformat.read(path, as_version=4)
+        staged = parameterize_notebook(nb, smoke_parameters(path))
+        out = target / path.relative_to(ROOT)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(staged, out)
+        # Notebooks find files relative to their folder; mirror what sits beside them.
+        for extra in path.parent.iterdir():
+            if extra.suffix == ".py" and not (out.parent / extra.name).exists():
+                shutil.copy(extra, out.parent / extra.name)
+        print(f"staged {out.relative_to(target)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
