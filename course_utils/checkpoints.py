@@ -51,3 +51,20 @@ def load_weights(model, path: str | os.PathLike) -> Path:
             "again, or restore an earlier checkpoint."
         ) from err
     return path
+
+
+def latest_tf_checkpoint(directory: str | os.PathLike) -> str:
+    """The newest ``tf.train.Checkpoint`` prefix in ``directory`` (what ``CheckpointManager`` wrote).
+
+    Raises :class:`CheckpointError` saying what to do when there is none.
+    """
+    import tensorflow as tf  # noqa: PLC0415
+
+    directory = Path(directory)
+    prefix = tf.train.latest_checkpoint(str(directory)) if directory.is_dir() else None
+    if prefix is None:
+        raise CheckpointError(
+            f"No tf.train checkpoint in {directory}. Run the training loop (its CheckpointManager "
+            "saves one per epoch) before restoring, or pass the directory it saved to."
+        )
+    return prefix

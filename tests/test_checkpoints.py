@@ -42,3 +42,20 @@ def test_corrupt_missing_and_mismatched_files(tmp_path):
     _model(units=2).save_weights(tmp_path / "two.weights.h5")
     with pytest.raises(checkpoints.CheckpointError, match="other layers"):
         checkpoints.load_weights(_model(units=5), tmp_path / "two.weights.h5")
+
+
+def test_latest_tf_checkpoint(tmp_path):
+    import tensorflow as tf
+
+    with pytest.raises(checkpoints.CheckpointError, match="No tf.train checkpoint"):
+        checkpoints.latest_tf_checkpoint(tmp_path)
+    step = tf.Variable(0)
+    manager = tf.train.CheckpointManager(tf.train.Checkpoint(step=step), str(tmp_path), max_to_keep=3)
+    manager.save(checkpoint_number=1)
+    step.assign(5)
+    manager.save(checkpoint_number=2)
+    prefix = checkpoints.latest_tf_checkpoint(tmp_path)
+    assert prefix.endswith("ckpt-2")
+    restored = tf.Variable(0)
+    tf.train.Checkpoint(step=restored).restore(prefix).assert_consumed()
+    assert int(restored) == 5

@@ -44,3 +44,21 @@ def test_fresh_process_gets_the_requested_count_and_quiet_start():
     assert "simulating 3 devices" in proc.stdout
     assert "replicas 3 3" in proc.stdout
     assert "oneDNN" not in proc.stderr and "cuda" not in proc.stderr.lower()
+
+
+def test_cpu_only_machines_reduce_through_one_device():
+    ops = devices.recommended_cross_device_ops()
+    assert isinstance(ops, tf.distribute.ReductionToOneDevice)
+    strategy = tf.distribute.MirroredStrategy(cross_device_ops=ops)
+
+    @tf.function
+    def two_steps_in_one_call(iterator):
+        # the in-graph loop that collective all-reduce breaks on logical CPU devices
+        total = tf.constant(0.0)
+        for _ in tf.range(2):
+            per_replica = strategy.run(lambda x: tf.reduce_sum(x), args=(next(iterator),))
+            total += strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
+        return total
+
+    ds = tf.data.Dataset.range(8).map(lambda i: tf.cast(i, tf.float32)).batch(4)
+    assert float(two_steps_in_one_call(iter(strategy.experimental_distribute_dataset(ds)))) == 28.0
