@@ -38,7 +38,11 @@ def test_structure(path):
     assert pm.inspect_notebook(str(path)), "the parameters cell declares parameters"
 
     # Devices are configured before any other cell uses TensorFlow.
-    uses_tf = [i for i, c in enumerate(code) if re.search(r"\btf\.|import tensorflow|import keras", c.source)]
+    def code_without_comments(cell):
+        return "\n".join(line.split("#")[0] for line in cell.source.splitlines())
+
+    uses_tf = [i for i, c in enumerate(code)
+               if re.search(r"\btf\.|import tensorflow|import keras", code_without_comments(c))]
     configures = [i for i, c in enumerate(code) if "simulate_devices(" in c.source]
     assert configures and configures[0] < uses_tf[0]
 
@@ -87,3 +91,17 @@ def test_nbval_fails_when_a_checked_output_changes(tmp_path, notebook_data_env):
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1, proc.stdout[-2000:]
     assert "1 failed" in proc.stdout
+
+
+def test_readme_lists_every_notebook_with_a_colab_badge():
+    readme = (ROOT / "README.md").read_text()
+    for path in NOTEBOOKS:
+        rel = str(path.relative_to(ROOT))
+        assert f"]({rel})" in readme, f"README's notebook table misses {rel}"
+        assert f"colab.research.google.com/github/" in readme and f"/blob/main/{rel})" in readme
+
+
+def test_ci_runs_exactly_the_readme_test_command():
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "python3 tasks.py test" in (ROOT / "README.md").read_text()
+    assert [line for line in ci.splitlines() if "tasks.py" in line] == ["exec python3 tasks.py test"]

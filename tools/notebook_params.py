@@ -16,8 +16,9 @@ SMOKE = {
     "LIMIT": 512,
     "TEST_LIMIT": 256,
     "PER_REPLICA_BATCH": 32,
-    "TIMING_STEPS": 4,
-    "SMOKE": True,
+    "TIMING_LIMIT": 512,
+    "TIMING_EPOCHS": 1,
+    "STEPS_PER_CALL": 2,
 }
 
 
