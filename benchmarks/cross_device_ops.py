@@ -1,8 +1,9 @@
 """Model.fit throughput under MirroredStrategy on logical CPU devices, by cross-device ops.
 
 Backs the choice in ``course_utils.devices.recommended_cross_device_ops``: on a CPU-only
-machine TensorFlow's default (collective all-reduce) fails with steps_per_execution > 1 and
-its throughput varies a lot from run to run; ReductionToOneDevice works and is steady.
+machine TensorFlow's default (collective all-reduce) fails with steps_per_execution > 1,
+while ReductionToOneDevice runs both settings. Per-epoch rates are kept because single
+epochs sometimes run at a half or a quarter of the usual speed on a small machine.
 
     python benchmarks/cross_device_ops.py [--devices 2] [--examples 19200] [--repeats 3]
 
@@ -55,7 +56,10 @@ def main(argv: list[str]) -> int:
             try:
                 model.fit(ds, epochs=1 + args.repeats, verbose=0, callbacks=[meter])
             except tf.errors.OpError as err:
-                row["error"] = f"{type(err).__name__}: {err.message.splitlines()[0][:120]}"
+                lines = [line.strip() for line in err.message.splitlines() if line.strip()]
+                # the first "(0) INVALID_ARGUMENT: ..." style line says more than "Graph execution error:"
+                detail = next((line for line in lines if line.split(":")[0].isupper()), lines[0])
+                row["error"] = f"{type(err).__name__}: {detail[:160]}"
             else:
                 timed = meter.images_per_sec[1:]
                 row.update(images_per_sec=timed, median=statistics.median(timed),

@@ -127,9 +127,9 @@ def recommended_cross_device_ops():
     On logical CPU devices TensorFlow's default is collective all-reduce, which (TF 2.21,
     Keras 3.15, measured here) fails inside loops compiled into one ``tf.function``
     (``Model.fit`` with ``steps_per_execution`` > 1, or a custom multi-step loop) with
-    "You must feed a value for placeholder tensor", and makes throughput erratic.
-    Reducing through one device works and is steady, so on a CPU-only machine this
-    returns ``tf.distribute.ReductionToOneDevice()``. With GPUs it returns ``None``:
+    "You must feed a value for placeholder tensor". Reducing through one device works
+    there at about the same speed (``benchmarks/cross_device_ops.py``), so on a CPU-only
+    machine this returns ``tf.distribute.ReductionToOneDevice()``. With GPUs it returns ``None``:
     TensorFlow's own choice (NCCL) is the right one there.
     """
     import tensorflow as tf  # noqa: PLC0415
