@@ -34,10 +34,6 @@ def main(argv: list[str]) -> int:
         out = target / path.relative_to(ROOT)
         out.parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(staged, out)
-        # Notebooks find files relative to their folder; mirror what sits beside them.
-        for extra in path.parent.iterdir():
-            if extra.suffix == ".py" and not (out.parent / extra.name).exists():
-                shutil.copy(extra, out.parent / extra.name)
         print(f"staged {out.relative_to(target)}")
     return 0
 
