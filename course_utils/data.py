@@ -303,6 +303,24 @@ def check_global_batch(global_batch_size: int, num_replicas: int) -> int:
     return per_replica
 
 
+def last_batch_split(num_examples: int, global_batch_size: int, num_replicas: int) -> list[int]:
+    """How ``tf.distribute`` splits the last (partial) batch across replicas; [] if there is none.
+
+    Each replica takes up to ``ceil(remainder / num_replicas)`` examples in turn, so a
+    short last batch can leave the last replicas with none: 4 examples on 3 replicas
+    become [2, 2, 0].
+    """
+    remainder = num_examples % global_batch_size
+    if remainder == 0:
+        return []
+    share = -(-remainder // num_replicas)  # ceil
+    sizes = []
+    for _ in range(num_replicas):
+        sizes.append(min(share, remainder))
+        remainder -= sizes[-1]
+    return sizes
+
+
 def scale_image(image, label):
     """uint8 [0, 255] -> float32 [0, 1]; the label is passed through."""
     import tensorflow as tf  # noqa: PLC0415
@@ -325,12 +343,24 @@ def make_pipeline(
 
     Batches by the **global** batch size, which ``tf.distribute`` splits across
     replicas. With ``num_replicas`` given, a global batch that does not divide
-    evenly raises a ``ValueError`` that says which sizes would.
+    evenly raises a ``ValueError`` that says which sizes would, and so does a last
+    partial batch that would leave a replica with no examples (see :func:`last_batch_split`).
     """
     import tensorflow as tf  # noqa: PLC0415
 
     if num_replicas is not None:
         check_global_batch(global_batch_size, num_replicas)
+        num_examples = int(dataset.cardinality())
+        split = [] if drop_remainder or num_examples < 0 else last_batch_split(
+            num_examples, global_batch_size, num_replicas)
+        if 0 in split:
+            raise ValueError(
+                f"With {num_examples} examples the last batch holds {sum(split)}, which "
+                f"tf.distribute splits as {split} over {num_replicas} replicas: a replica with no "
+                "examples, and a Conv2D on an empty batch fails on CPU. Pass drop_remainder=True "
+                "(training), or pick a global batch size that leaves at least one example per "
+                "replica in the last batch."
+            )
     elif not isinstance(global_batch_size, int) or global_batch_size < 1:
         raise ValueError(f"global_batch_size must be a positive integer, got {global_batch_size!r}")
     ds = dataset.map(scale_image, num_parallel_calls=tf.data.AUTOTUNE)

@@ -201,3 +201,26 @@ def test_pipeline_rejects_batch_that_does_not_divide():
         data.make_pipeline(_toy(), 10, training=True, num_replicas=3)
     with pytest.raises(ValueError, match="positive integer"):
         data.make_pipeline(_toy(), 0, training=True)
+
+
+@pytest.mark.parametrize("n, batch, replicas, split", [
+    (10, 5, 1, []), (101, 48, 3, [2, 2, 1]), (100, 48, 3, [2, 2, 0]), (5, 48, 4, [2, 2, 1, 0]), (98, 48, 2, [1, 1])])
+def test_last_batch_split(n, batch, replicas, split):
+    assert data.last_batch_split(n, batch, replicas) == split
+
+
+def test_last_batch_split_matches_tf_distribute():
+    import tensorflow as tf
+
+    strategy = tf.distribute.MirroredStrategy()  # the 2 logical CPU devices of conftest
+    batches = list(strategy.experimental_distribute_dataset(tf.data.Dataset.range(11).batch(4)))
+    last = [int(tf.size(t)) for t in strategy.experimental_local_results(batches[-1])]
+    assert last == data.last_batch_split(11, 4, 2) == [2, 1]
+
+
+def test_pipeline_refuses_a_last_batch_that_leaves_a_replica_empty():
+    with pytest.raises(ValueError, match=r"splits as \[1, 1, 0\] over 3 replicas.*drop_remainder=True"):
+        data.make_pipeline(_toy(50), 24, training=False, num_replicas=3)
+    # dropping the remainder, or a batch size that leaves every replica something, is fine
+    assert len(list(data.make_pipeline(_toy(50), 24, training=True, num_replicas=3, drop_remainder=True))) == 2
+    assert len(list(data.make_pipeline(_toy(50), 15, training=False, num_replicas=3))) == 4  # last: [2, 2, 1]
