@@ -348,8 +348,8 @@ def make_pipeline(
     """
     import tensorflow as tf  # noqa: PLC0415
 
+    check_global_batch(global_batch_size, 1 if num_replicas is None else num_replicas)
     if num_replicas is not None:
-        check_global_batch(global_batch_size, num_replicas)
         num_examples = int(dataset.cardinality())
         split = [] if drop_remainder or num_examples < 0 else last_batch_split(
             num_examples, global_batch_size, num_replicas)
@@ -361,8 +361,6 @@ def make_pipeline(
                 "(training), or pick a global batch size that leaves at least one example per "
                 "replica in the last batch."
             )
-    elif not isinstance(global_batch_size, int) or global_batch_size < 1:
-        raise ValueError(f"global_batch_size must be a positive integer, got {global_batch_size!r}")
     ds = dataset.map(scale_image, num_parallel_calls=tf.data.AUTOTUNE)
     if cache:
         ds = ds.cache()

@@ -224,3 +224,8 @@ def test_pipeline_refuses_a_last_batch_that_leaves_a_replica_empty():
     # dropping the remainder, or a batch size that leaves every replica something, is fine
     assert len(list(data.make_pipeline(_toy(50), 24, training=True, num_replicas=3, drop_remainder=True))) == 2
     assert len(list(data.make_pipeline(_toy(50), 15, training=False, num_replicas=3))) == 4  # last: [2, 2, 1]
+
+
+def test_pipeline_rejects_zero_replicas():
+    with pytest.raises(ValueError, match="num_replicas must be a positive integer"):
+        data.make_pipeline(_toy(), 4, training=False, num_replicas=0)
