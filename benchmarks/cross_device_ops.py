@@ -35,15 +35,15 @@ def main(argv: list[str]) -> int:
     import keras
     import tensorflow as tf
 
-    from course_utils import callbacks, data, models
+    from course_utils import callbacks, datasets, models, pipeline
 
-    train = data.load("fashion_mnist", "train", limit=args.examples)
+    train = datasets.load("fashion_mnist", "train", limit=args.examples)
     configs = {"collective (TF default)": None, "ReductionToOneDevice": tf.distribute.ReductionToOneDevice()}
     results = []
     for name, ops in configs.items():
         strategy = tf.distribute.MirroredStrategy(cross_device_ops=ops)
         global_batch = args.per_replica_batch * strategy.num_replicas_in_sync
-        ds = data.make_pipeline(train.dataset, global_batch, training=True, seed=0, drop_remainder=True)
+        ds = pipeline.make_pipeline(train.dataset, global_batch, training=True, seed=0, drop_remainder=True)
         examples = int(ds.cardinality()) * global_batch
         for steps_per_execution in (1, 10):
             keras.utils.set_random_seed(0)

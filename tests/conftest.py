@@ -31,7 +31,7 @@ def fake_idx_dir(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def notebook_data_env(fake_idx_dir) -> dict[str, str]:
     """Environment for notebook kernels: real offline Fashion-MNIST if installed, else the fake files."""
-    from course_utils.data import DEBIAN_FASHION_MNIST_DIR, FASHION_MNIST_DIR_ENV
+    from course_utils.datasets import DEBIAN_FASHION_MNIST_DIR, FASHION_MNIST_DIR_ENV
 
     env = {"COURSE_OFFLINE": "1"}
     if not (DEBIAN_FASHION_MNIST_DIR / "train-images-idx3-ubyte.gz").exists():

@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from course_utils.data import DATASETS, write_idx  # noqa: E402
+from course_utils.datasets import DATASETS  # noqa: E402
+from course_utils.idx import write_idx  # noqa: E402
 
 
 def write_fake_fashion_mnist(directory: Path, train: int = 1200, test: int = 400, seed: int = 0) -> Path:

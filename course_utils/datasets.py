@@ -1,41 +1,35 @@
-"""Datasets for the course, from the best source available, and the shared input pipeline.
+"""Where the course's data comes from: :func:`load` takes a dataset from the best source available.
 
 :func:`load` returns a ``tf.data.Dataset`` of ``(image uint8 [H, W, C], label int64)``
 pairs -- the form of ``tfds.load(..., as_supervised=True)`` -- whatever the source.
 Sources are tried in this order, and the one used is reported:
 
 1. TFDS data already prepared in the data directory (no network needed);
-2. local IDX files (Fashion-MNIST only): the directory in ``$COURSE_FASHION_MNIST_DIR``,
-   else Debian's package ``dataset-fashion-mnist`` (``/usr/share/datasets/fashion-mnist``);
+2. local IDX files: the directory in ``$COURSE_FASHION_MNIST_DIR``, else Debian's
+   package ``dataset-fashion-mnist`` (``/usr/share/datasets/fashion-mnist``);
 3. a TFDS download, when the download server answers within a few seconds and
-   offline mode is off (``offline=True`` or ``$COURSE_OFFLINE=1`` turns it off);
-4. for SVHN only, a generated stand-in (not available yet).
+   offline mode is off (``offline=True`` or ``$COURSE_OFFLINE=1`` turns it off).
 
-:func:`make_pipeline` is the input pipeline the notebooks share: scale to [0, 1],
-cache, shuffle, batch by the *global* batch size, prefetch.
+tensorflow-datasets is optional: when it is missing or broken the IDX files are still
+used, and the error raised when no source works says what went wrong with it.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import gzip
 import os
 import socket
-import struct
 from pathlib import Path
 
 import numpy as np
+
+from course_utils.idx import read_idx
 
 DEBIAN_FASHION_MNIST_DIR = Path("/usr/share/datasets/fashion-mnist")
 FASHION_MNIST_DIR_ENV = "COURSE_FASHION_MNIST_DIR"
 OFFLINE_ENV = "COURSE_OFFLINE"
 DATA_DIR_ENV = "COURSE_DATA_DIR"
 TFDS_HOST = ("storage.googleapis.com", 443)
-
-FASHION_MNIST_CLASSES = (
-    "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
-    "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot",
-)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,7 +38,7 @@ class DatasetSpec:
     image_shape: tuple[int, int, int]
     num_classes: int
     splits: tuple[str, ...]
-    idx_files: dict[str, tuple[str, str]] | None = None  # split -> (images, labels)
+    idx_files: dict[str, tuple[str, str]]  # split -> (images, labels)
 
 
 DATASETS = {
@@ -55,7 +49,6 @@ DATASETS = {
             "test": ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"),
         },
     ),
-    "svhn_cropped": DatasetSpec("svhn_cropped", (32, 32, 3), 10, ("train", "test", "extra")),
 }
 
 
@@ -80,52 +73,8 @@ class DataUnavailableError(RuntimeError):
 
 
 # ---------------------------------------------------------------------------
-# IDX files (the format of the original MNIST / Fashion-MNIST distribution)
+# IDX files
 # ---------------------------------------------------------------------------
-
-def _open(path: Path):
-    with open(path, "rb") as fh:
-        gzipped = fh.read(2) == b"\x1f\x8b"
-    return gzip.open(path, "rb") if gzipped else open(path, "rb")
-
-
-def read_idx(path: str | os.PathLike, limit: int | None = None) -> np.ndarray:
-    """Read an IDX file (optionally gzipped) of unsigned bytes into a numpy array.
-
-    Images (magic 2051) come back as ``uint8 [n, rows, cols]``, labels (2049) as
-    ``uint8 [n]``. ``limit`` reads only the first ``limit`` items.
-    """
-    path = Path(path)
-    try:
-        with _open(path) as fh:
-            magic_bytes = fh.read(4)
-            if len(magic_bytes) < 4 or magic_bytes[:2] != b"\x00\x00" or magic_bytes[2] != 0x08:
-                raise ValueError("not an IDX file of unsigned bytes (bad magic number)")
-            ndim = magic_bytes[3]
-            dims = struct.unpack(f">{ndim}I", fh.read(4 * ndim))
-            count = dims[0] if limit is None else min(dims[0], limit)
-            item = int(np.prod(dims[1:], dtype=np.int64)) if ndim > 1 else 1
-            raw = fh.read(count * item)
-    except (OSError, EOFError, struct.error, ValueError) as err:
-        raise ValueError(
-            f"{path} is not a readable IDX file ({err}). Delete it and re-fetch it, or point "
-            f"${FASHION_MNIST_DIR_ENV} at a directory with intact files."
-        ) from err
-    if len(raw) != count * item:
-        raise ValueError(
-            f"{path} is truncated: expected {count * item} bytes of data, got {len(raw)}. "
-            "Re-download or reinstall the files."
-        )
-    return np.frombuffer(raw, dtype=np.uint8).reshape((count, *dims[1:]))
-
-
-def write_idx(path: str | os.PathLike, array: np.ndarray) -> None:
-    """Write a uint8 array as a gzipped IDX file (the inverse of :func:`read_idx`)."""
-    array = np.asarray(array, dtype=np.uint8)
-    header = bytes([0, 0, 0x08, array.ndim]) + struct.pack(f">{array.ndim}I", *array.shape)
-    with gzip.open(path, "wb") as fh:
-        fh.write(header + array.tobytes())
-
 
 def _idx_dirs() -> list[Path]:
     dirs = []
@@ -136,8 +85,6 @@ def _idx_dirs() -> list[Path]:
 
 
 def _load_idx(spec: DatasetSpec, split: str, limit: int | None, tried: list[str]):
-    if not spec.idx_files:
-        return None
     image_file, label_file = spec.idx_files[split]
     for directory in _idx_dirs():
         images_path, labels_path = directory / image_file, directory / label_file
@@ -182,12 +129,28 @@ def tfds_reachable(timeout: float = 3.0) -> bool:
         return False
 
 
+def _tfds_broken(err: Exception) -> str:
+    """What went wrong with an installed tensorflow-datasets, and how to repair it."""
+    # e.g. tensorflow-metadata 1.21 (protobuf 6 gencode) with TF 2.18's protobuf<6
+    return (
+        f"tensorflow-datasets is installed but broken ({type(err).__name__}: {err}): reinstall it "
+        "with compatible versions, e.g. `pip install 'tensorflow-metadata<1.21'` with protobuf<6, "
+        "or uninstall it to use the offline files"
+    )
+
+
 def _tfds_builder(name: str, data_dir: str | None):
+    """``(builder, None)``, or ``(None, why not)`` when TFDS is missing or broken."""
     try:
         import tensorflow_datasets as tfds  # noqa: PLC0415  (slow import; only when needed)
     except ImportError as err:  # e.g. importlib_resources missing, see README
         return None, f"tensorflow-datasets not importable ({err})"
-    return tfds.builder(name, data_dir=data_dir), None
+    except Exception as err:  # noqa: BLE001  (a broken optional source must not stop the others)
+        return None, _tfds_broken(err)
+    try:
+        return tfds.builder(name, data_dir=data_dir), None
+    except Exception as err:  # noqa: BLE001  (e.g. a half-imported module without `builder`)
+        return None, _tfds_broken(err)
 
 
 def _count(dataset) -> int:
@@ -238,7 +201,11 @@ def load(
 
     # 1. TFDS data prepared in the data directory.
     builder, problem = _tfds_builder(name, data_dir)
-    if builder is not None and builder.is_prepared():
+    try:
+        prepared = builder is not None and builder.is_prepared()
+    except Exception as err:  # noqa: BLE001  (a broken optional source must not stop the others)
+        builder, problem, prepared = None, _tfds_broken(err), False
+    if prepared:
         ds = builder.as_dataset(split=tfds_split, as_supervised=True)
         return done(ds, _count(ds), f"TFDS data prepared in {builder.data_dir}")
     tried.append(problem or f"TFDS data prepared in {builder.data_dir if builder else data_dir}: none")
@@ -248,14 +215,12 @@ def load(
     if found is not None:
         images, labels, source = found
         return done(tf.data.Dataset.from_tensor_slices((images, labels)), len(labels), source)
-    if not spec.idx_files:
-        tried.append(f"local IDX files: {name} is not distributed as IDX files")
 
     # 3. TFDS download.
     if is_offline(offline):
         tried.append(f"TFDS download: skipped, offline mode (offline=True or ${OFFLINE_ENV}=1)")
     elif builder is None:
-        tried.append("TFDS download: tensorflow-datasets is not importable")
+        tried.append("TFDS download: tensorflow-datasets is not usable (see above)")
     elif not tfds_reachable():
         tried.append(f"TFDS download: {TFDS_HOST[0]} not reachable within 3 s")
     else:
@@ -269,101 +234,9 @@ def load(
             f"${FASHION_MNIST_DIR_ENV} to a directory holding the four *-ubyte.gz files, "
             "or go online so that TFDS can download it"
         ),
-        "svhn_cropped": (
-            "go online so that TFDS can download svhn_cropped, or prepare it with TFDS "
-            "on a machine that is and copy the data directory here (pass data_dir=...)"
-        ),
     }
     raise DataUnavailableError(
         f"{name}/{split} is not available offline here. Tried:\n  - "
         + "\n  - ".join(tried)
         + f"\nTo fix: {hints[name]}."
     )
-
-
-# ---------------------------------------------------------------------------
-# Input pipeline
-# ---------------------------------------------------------------------------
-
-def check_global_batch(global_batch_size: int, num_replicas: int) -> int:
-    """Return the per-replica batch, or raise if the global batch does not divide evenly."""
-    if not isinstance(global_batch_size, int) or global_batch_size < 1:
-        raise ValueError(f"global_batch_size must be a positive integer, got {global_batch_size!r}")
-    if not isinstance(num_replicas, int) or num_replicas < 1:
-        raise ValueError(f"num_replicas must be a positive integer, got {num_replicas!r}")
-    per_replica, rest = divmod(global_batch_size, num_replicas)
-    if rest or per_replica == 0:
-        lower = max(per_replica, 1) * num_replicas
-        upper = (per_replica + 1) * num_replicas
-        options = f"{lower} or {upper}" if lower != upper and per_replica else f"{upper}"
-        raise ValueError(
-            f"Global batch size {global_batch_size} does not divide across {num_replicas} "
-            f"replicas. Use per_replica_batch * num_replicas_in_sync, e.g. {options}."
-        )
-    return per_replica
-
-
-def last_batch_split(num_examples: int, global_batch_size: int, num_replicas: int) -> list[int]:
-    """How ``tf.distribute`` splits the last (partial) batch across replicas; [] if there is none.
-
-    Each replica takes up to ``ceil(remainder / num_replicas)`` examples in turn, so a
-    short last batch can leave the last replicas with none: 4 examples on 3 replicas
-    become [2, 2, 0].
-    """
-    remainder = num_examples % global_batch_size
-    if remainder == 0:
-        return []
-    share = -(-remainder // num_replicas)  # ceil
-    sizes = []
-    for _ in range(num_replicas):
-        sizes.append(min(share, remainder))
-        remainder -= sizes[-1]
-    return sizes
-
-
-def scale_image(image, label):
-    """uint8 [0, 255] -> float32 [0, 1]; the label is passed through."""
-    import tensorflow as tf  # noqa: PLC0415
-
-    return tf.cast(image, tf.float32) / 255.0, label
-
-
-def make_pipeline(
-    dataset,
-    global_batch_size: int,
-    *,
-    training: bool,
-    num_replicas: int | None = None,
-    shuffle_buffer: int = 10_000,
-    seed: int | None = None,
-    cache: bool = True,
-    drop_remainder: bool = False,
-):
-    """The course's input pipeline: scale, cache, shuffle (training only), batch, prefetch.
-
-    Batches by the **global** batch size, which ``tf.distribute`` splits across
-    replicas. With ``num_replicas`` given, a global batch that does not divide
-    evenly raises a ``ValueError`` that says which sizes would, and so does a last
-    partial batch that would leave a replica with no examples (see :func:`last_batch_split`).
-    """
-    import tensorflow as tf  # noqa: PLC0415
-
-    check_global_batch(global_batch_size, 1 if num_replicas is None else num_replicas)
-    if num_replicas is not None:
-        num_examples = int(dataset.cardinality())
-        split = [] if drop_remainder or num_examples < 0 else last_batch_split(
-            num_examples, global_batch_size, num_replicas)
-        if 0 in split:
-            raise ValueError(
-                f"With {num_examples} examples the last batch holds {sum(split)}, which "
-                f"tf.distribute splits as {split} over {num_replicas} replicas: a replica with no "
-                "examples, and a Conv2D on an empty batch fails on CPU. Pass drop_remainder=True "
-                "(training), or pick a global batch size that leaves at least one example per "
-                "replica in the last batch."
-            )
-    ds = dataset.map(scale_image, num_parallel_calls=tf.data.AUTOTUNE)
-    if cache:
-        ds = ds.cache()
-    if training:
-        ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
-    return ds.batch(global_batch_size, drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)
