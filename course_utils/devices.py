@@ -1,8 +1,16 @@
-"""Device set-up for the notebooks: real GPUs when present, else logical CPU devices.
+"""Device set-up for the notebooks: the same cells run on a CPU, on one GPU and on many GPUs.
 
-TensorFlow fixes its logical devices the first time it runs an op, so
-:func:`simulate_devices` must run in the first code cell of a notebook, before
-anything else touches TensorFlow.
+:func:`simulate_devices` gives ``tf.distribute.MirroredStrategy()`` exactly ``n`` devices, so
+the course's 2- and 3-replica comparisons have their replicas everywhere:
+
+- no GPU: the one physical CPU is split into ``n`` logical CPU devices;
+- ``n`` or more GPUs: only the first ``n`` real GPUs are made visible;
+- 1 to ``n - 1`` GPUs (a one-GPU Colab): the first GPU is split into ``n`` logical GPUs.
+
+:func:`plan_devices` decides without TensorFlow (testable without GPUs), and
+:func:`recommended_cross_device_ops` picks how gradients are combined on the devices configured.
+TensorFlow fixes its devices the first time it runs an op, so :func:`simulate_devices` must run
+in the first code cell of a notebook, before anything else touches TensorFlow.
 """
 
 from __future__ import annotations
@@ -10,8 +18,27 @@ from __future__ import annotations
 import os
 import sys
 import warnings
+from dataclasses import dataclass
 
-_configured: int | None = None  # replicas configured by this module in this process
+_LABELS = {"cpu": "logical CPU device", "gpu": "GPU", "logical_gpu": "logical GPU"}
+
+
+@dataclass(frozen=True)
+class DevicePlan:
+    """``count`` devices of one ``kind``: ``"cpu"`` (logical CPU devices), ``"gpu"`` (real
+    GPUs) or ``"logical_gpu"`` (one GPU split, ``gpu_memory_mb`` each), and a ``description``."""
+
+    kind: str
+    count: int
+    description: str
+    gpu_memory_mb: int | None = None
+
+    @property
+    def device_type(self) -> str:
+        return "CPU" if self.kind == "cpu" else "GPU"
+
+
+_configured: DevicePlan | None = None  # the layout this module set up in this process
 
 
 class DeviceConfigError(RuntimeError):
@@ -62,78 +89,125 @@ def quiet_tensorflow() -> None:
         pass
 
 
-def simulate_devices(n: int = 2, *, verbose: bool = True) -> list[str]:
-    """Make ``n`` devices available to ``tf.distribute`` and return their names.
+def _plural(k: int, word: str) -> str:
+    return f"{k} {word}{'' if k == 1 else 's'}"
 
-    - With GPUs present, the real GPUs are used as they are (all of them;
-      ``n`` is ignored) so that a notebook runs unchanged on a GPU node.
-    - Without GPUs, the one physical CPU is split into ``n`` logical CPU
-      devices, which ``tf.distribute.MirroredStrategy()`` then uses as replicas.
 
-    Safe to call twice in one kernel with the same ``n`` (a no-op). Asking for
-    a different ``n`` after TensorFlow has started raises
-    :class:`DeviceConfigError` telling the user to restart the kernel.
+def _check_positive_int(name: str, value) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+
+def plan_devices(n: int, num_physical_gpus: int, gpu_memory_mb: int = 1024) -> DevicePlan:
+    """Decide how to give ``MirroredStrategy`` ``n`` devices on a machine with that many GPUs.
+
+    Real GPUs are preferred: a GPU is split only when there are too few, since logical GPUs
+    share one card's compute (they demonstrate tf.distribute, not a speed-up).
+    """
+    _check_positive_int("n", n)
+    _check_positive_int("gpu_memory_mb", gpu_memory_mb)
+    if not isinstance(num_physical_gpus, int) or num_physical_gpus < 0:
+        raise ValueError(f"num_physical_gpus must be a non-negative integer, got {num_physical_gpus!r}")
+    if num_physical_gpus == 0:
+        return DevicePlan("cpu", n, f"No GPU found: simulating {n} devices with logical CPU devices")
+    if num_physical_gpus == n:
+        return DevicePlan("gpu", n, f"Using {_plural(n, 'real GPU')}")
+    if num_physical_gpus > n:
+        shown = ", ".join(f"GPU:{i}" for i in range(n))
+        return DevicePlan("gpu", n, f"{_plural(num_physical_gpus, 'physical GPU')}: making {shown} "
+                                    f"visible (MirroredStrategy uses every visible GPU)")
+    return DevicePlan(
+        "logical_gpu", n,
+        f"{_plural(num_physical_gpus, 'physical GPU')}: split GPU:0 into {n} logical GPUs of "
+        f"{gpu_memory_mb} MB each (MirroredStrategy needs {n} devices)", gpu_memory_mb)
+
+
+def _apply(tf, plan: DevicePlan, gpus: list) -> None:
+    """Configure TensorFlow for ``plan``; raises RuntimeError once TensorFlow has started."""
+    if plan.kind == "cpu":
+        cpu = tf.config.list_physical_devices("CPU")[0]
+        tf.config.set_logical_device_configuration(
+            cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(plan.count)])
+    elif plan.kind == "gpu":
+        tf.config.set_visible_devices(gpus[:plan.count], "GPU")
+    else:
+        tf.config.set_visible_devices(gpus[:1], "GPU")
+        tf.config.set_logical_device_configuration(gpus[0], [
+            tf.config.LogicalDeviceConfiguration(memory_limit=plan.gpu_memory_mb)
+            for _ in range(plan.count)])
+
+
+def simulate_devices(n: int = 2, *, gpu_memory_mb: int = 1024, verbose: bool = True) -> list[str]:
+    """Give ``tf.distribute`` exactly ``n`` devices, print what was done, return their names.
+
+    :func:`plan_devices` chooses the layout; ``gpu_memory_mb`` is each logical GPU's memory
+    when a GPU has to be split. Calling again with the same arguments is a no-op; another
+    layout after TensorFlow has started raises :class:`DeviceConfigError` telling the user to
+    restart the kernel (TensorFlow cannot change its devices once it runs).
     """
     global _configured
-    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-        raise ValueError(f"simulate_devices(n): n must be a positive integer, got {n!r}")
+    _check_positive_int("n", n)  # before TensorFlow starts: a typo should not cost a restart
+    _check_positive_int("gpu_memory_mb", gpu_memory_mb)
 
     quiet_tensorflow()
     import tensorflow as tf  # noqa: PLC0415
 
     gpus = tf.config.list_physical_devices("GPU")
-    if gpus:
-        names = [d.name for d in tf.config.list_logical_devices("GPU")]
-        if verbose:
-            print(f"Using {len(names)} real GPU(s): {', '.join(names)}")
-        _configured = len(names)
-        return names
-
-    if _configured == n:
-        names = [d.name for d in tf.config.list_logical_devices("CPU")]
-        if verbose:
-            print(f"Already set up: {len(names)} logical CPU devices (no change).")
-        return names
-
-    cpu = tf.config.list_physical_devices("CPU")[0]
-    try:
-        tf.config.set_logical_device_configuration(
-            cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(n)]
-        )
-    except RuntimeError as err:
-        current = len(tf.config.list_logical_devices("CPU"))
-        if current == n:  # TensorFlow already started with the layout we want
-            _configured = n
-            names = [d.name for d in tf.config.list_logical_devices("CPU")]
-            if verbose:
-                print(f"Already set up: {n} logical CPU devices (no change).")
-            return names
-        raise DeviceConfigError(
-            f"Cannot switch to {n} logical CPU device(s): TensorFlow has already started "
-            f"with {current}. Restart the kernel (Kernel > Restart) and run the notebook "
-            f"from the top, with simulate_devices({n}) in the first code cell."
-        ) from err
-    _configured = n
-    names = [d.name for d in tf.config.list_logical_devices("CPU")]
+    plan = plan_devices(n, len(gpus), gpu_memory_mb)
+    unchanged = _configured == plan
+    if not unchanged:
+        try:
+            _apply(tf, plan, gpus)
+        except RuntimeError as err:
+            current = len(tf.config.list_logical_devices(plan.device_type))
+            if _configured is not None or current != n:  # else: TF started with this layout already
+                raise DeviceConfigError(
+                    f"Cannot switch to this layout ({plan.description}): TensorFlow has already "
+                    f"started with {_plural(current, plan.device_type + ' device')}. Restart the kernel "
+                    f"(Kernel > Restart) and run the notebook from the top, with "
+                    f"simulate_devices({n}) in the first code cell.") from err
+            unchanged = True
+    _configured = plan
+    names = [d.name for d in tf.config.list_logical_devices(plan.device_type)]
     if verbose:
-        print(f"No GPU found: simulating {len(names)} devices with logical CPU devices: "
-              f"{', '.join(names)}")
+        print(f"Already set up: {_plural(len(names), _LABELS[plan.kind])} (no change)." if unchanged
+              else f"{plan.description}: {', '.join(names)}")
     return names
 
 
-def recommended_cross_device_ops():
-    """How ``MirroredStrategy`` should combine gradients on the devices ``simulate_devices`` set up.
+def needs_reduction_to_one_device(num_physical_gpus: int, num_logical_gpus: int) -> bool:
+    """Whether ``MirroredStrategy`` should get ``ReductionToOneDevice`` instead of its default.
 
-    On logical CPU devices TensorFlow's default is collective all-reduce, which (TF 2.21,
-    Keras 3.15, measured here) fails inside loops compiled into one ``tf.function``
-    (``Model.fit`` with ``steps_per_execution`` > 1, or a custom multi-step loop) with
-    "You must feed a value for placeholder tensor". Reducing through one device works
-    there at about the same speed (``benchmarks/cross_device_ops.py``), so on a CPU-only
-    machine this returns ``tf.distribute.ReductionToOneDevice()``. With GPUs it returns ``None``:
-    TensorFlow's own choice (NCCL) is the right one there.
+    Counts: visible physical GPUs, and logical GPUs made of them. True on CPUs (no logical
+    GPU) and on split GPUs (more logical than physical), False when every device is a whole
+    physical GPU (TensorFlow's default then uses NCCL); see :func:`recommended_cross_device_ops`.
+    """
+    return num_logical_gpus == 0 or num_logical_gpus > num_physical_gpus
+
+
+def recommended_cross_device_ops():
+    """How ``MirroredStrategy`` should combine gradients on the devices configured now.
+
+    ``MirroredStrategy``'s default is collective all-reduce (TF 2.21,
+    ``_make_collective_ops_with_fallbacks``): RING collectives on CPUs and when there are more
+    logical than physical GPUs, NCCL only when every device is a physical GPU.
+
+    - Logical CPU devices: the RING collectives fail inside loops compiled into one
+      ``tf.function`` (``Model.fit`` with ``steps_per_execution`` > 1, or a multi-step custom
+      loop whose first call creates the optimizer's variables) with "You must feed a value
+      for placeholder tensor" (TF 2.21, Keras 3.15, measured here). ``ReductionToOneDevice``
+      works there at about the same speed (``benchmarks/cross_device_ops.py``).
+    - Logical GPUs split from one card: NCCL cannot run there (``select_cross_device_ops``:
+      "NCCL is not supported when using virtual GPUs"), and the default then uses the same
+      RING collectives that fail on CPUs (not measured on a GPU here). ``ReductionToOneDevice``
+      is the conservative choice: TensorFlow's own fallback, and the replicas share one card.
+    - Only physical GPUs: ``None``, i.e. TensorFlow's default (NCCL via collectives).
+
+    Counts are of the devices configured now; physical GPUs are the *visible* ones, since
+    ``list_physical_devices`` also lists GPUs hidden by ``set_visible_devices``.
     """
     import tensorflow as tf  # noqa: PLC0415
 
-    if tf.config.list_physical_devices("GPU"):
-        return None
-    return tf.distribute.ReductionToOneDevice()
+    physical = len(tf.config.get_visible_devices("GPU"))
+    logical = len(tf.config.list_logical_devices("GPU"))
+    return tf.distribute.ReductionToOneDevice() if needs_reduction_to_one_device(physical, logical) else None
