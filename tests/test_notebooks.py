@@ -10,9 +10,8 @@ import sys
 import nbformat
 import papermill as pm
 import pytest
-from papermill.parameterize import parameterize_notebook
 
-from notebook_params import ROOT, course_notebooks, smoke_parameters
+from notebook_params import ROOT, course_notebooks, smoke_notebook, smoke_parameters
 
 NOTEBOOKS = course_notebooks()
 IDS = [str(p.relative_to(ROOT)) for p in NOTEBOOKS]
@@ -77,7 +76,7 @@ def test_runs_in_smoke_setting(path, tmp_path, notebook_data_env, monkeypatch):
 def test_nbval_fails_when_a_checked_output_changes(tmp_path, notebook_data_env):
     """The suite's nbval run compares checked cells with committed outputs: prove a change is caught."""
     path = ROOT / "notebooks" / "01_strategies_overview.ipynb"
-    nb = parameterize_notebook(nbformat.read(path, as_version=4), smoke_parameters(path))
+    nb = smoke_notebook(path)
     checked = [c for c in nb.cells if c.cell_type == "code" and c.source.startswith(CHECK)]
     target = checked[-1]
     for output in target.outputs:

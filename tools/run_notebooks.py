@@ -3,6 +3,10 @@
     python tools/run_notebooks.py                 # all notebooks, default parameters, in place
     python tools/run_notebooks.py 02 03           # only notebooks whose name contains 02 or 03
     python tools/run_notebooks.py --smoke --output-dir build/smoke
+
+Each executed notebook is stripped of papermill's run metadata (timestamps, paths) and keeps
+its wall time as ``metadata.course.wall_time_s``; after an in-place run in which no notebook
+failed, README.md's wall-time sentence is regenerated from those values.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from pathlib import Path
 import papermill as pm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from notebook_metadata import strip_file, update_readme  # noqa: E402
 from notebook_params import ROOT, course_notebooks, smoke_parameters  # noqa: E402
 
 
@@ -43,14 +48,21 @@ def main(argv: list[str]) -> int:
                                 progress_bar=False, log_output=False)
         except pm.PapermillExecutionError as err:
             failures.append(rel)
+            strip_file(out, None)
             print(f"[{i}/{len(notebooks)}] {rel} FAILED after {time.perf_counter() - start:.0f} s: "
                   f"{err.ename}: {err.evalue} (see {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out})",
                   flush=True)
             continue
-        print(f"[{i}/{len(notebooks)}] {rel} done in {time.perf_counter() - start:.0f} s", flush=True)
+        seconds = time.perf_counter() - start
+        strip_file(out, seconds)
+        print(f"[{i}/{len(notebooks)}] {rel} done in {seconds:.0f} s", flush=True)
     print(f"{len(notebooks) - len(failures)} of {len(notebooks)} notebooks ran in "
           f"{time.perf_counter() - total:.0f} s" + (f"; failed: {', '.join(map(str, failures))}" if failures else ""))
-    return 1 if failures else 0
+    if failures:
+        return 1
+    if args.output_dir is None and not args.smoke and update_readme(ROOT / "README.md", course_notebooks()):
+        print("README.md: wall times updated from the notebooks' metadata")
+    return 0
 
 
 if __name__ == "__main__":

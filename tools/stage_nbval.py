@@ -16,10 +16,9 @@ import sys
 from pathlib import Path
 
 import nbformat
-from papermill.parameterize import parameterize_notebook
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from notebook_params import ROOT, course_notebooks, smoke_parameters  # noqa: E402
+from notebook_params import ROOT, course_notebooks, smoke_notebook  # noqa: E402
 
 
 def main(argv: list[str]) -> int:
@@ -29,8 +28,7 @@ def main(argv: list[str]) -> int:
     target = Path(argv[0]).resolve()
     shutil.rmtree(target, ignore_errors=True)
     for path in course_notebooks():
-        nb = nbformat.read(path, as_version=4)
-        staged = parameterize_notebook(nb, smoke_parameters(path))
+        staged = smoke_notebook(path)
         out = target / path.relative_to(ROOT)
         out.parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(staged, out)

@@ -1,0 +1,251 @@
+"""tasks.py's set-up and lock file, the dependency split, and the course runner's metadata stripping."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+import notebook_metadata as nm
+from notebook_params import ROOT, course_notebooks
+
+DEV_TOOLS = {"jupyterlab", "ipykernel", "nbformat", "papermill", "nbval", "pytest"}
+
+
+def _load_tasks():
+    spec = importlib.util.spec_from_file_location("course_tasks", ROOT / "tasks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+tasks = _load_tasks()
+
+
+def _pyproject() -> dict:
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        return tomllib.load(f)
+
+
+def _constraints() -> dict[str, str]:
+    pins = {}
+    for line in (ROOT / "constraints.txt").read_text().splitlines():
+        if line and not line.startswith("#"):
+            name, _, pinned = line.partition("==")
+            assert pinned and re.fullmatch(r"[\w.+!-]+", pinned), f"not an exact pin: {line}"
+            pins[canonicalize_name(name)] = pinned
+    return pins
+
+
+# --- tasks.py -------------------------------------------------------------------------------------
+
+def test_usage_lists_every_command(capsys):
+    assert tasks.main([]) == 2
+    usage = capsys.readouterr().out
+    for command in ("course", "test", "lab", "setup", "links", "lock"):
+        assert f"python3 tasks.py {command}" in usage
+
+
+def test_setup_digest_covers_pyproject_and_constraints(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[project]\n")
+    missing = tasks.setup_digest(tmp_path)
+    (tmp_path / "constraints.txt").write_text("numpy==2.0.0\n")
+    first = tasks.setup_digest(tmp_path)
+    (tmp_path / "constraints.txt").write_text("numpy==2.0.1\n")
+    second = tasks.setup_digest(tmp_path)
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    third = tasks.setup_digest(tmp_path)
+    assert len({missing, first, second, third}) == 4
+    assert tasks.setup_digest(tmp_path) == third
+
+
+def test_setup_installs_the_dev_extra_pinned_by_constraints(monkeypatch):
+    calls = []
+
+    def fake_run(cmd, *args, **kwargs):
+        calls.append([str(c) for c in cmd])
+        return subprocess.CompletedProcess(cmd, 0)
+
+    monkeypatch.setattr(tasks.subprocess, "run", fake_run)
+    tasks._install_course()
+    assert calls == [[str(tasks.PY), "-m", "pip", "install", "-q", "-e", f"{ROOT}[dev]",
+                      "-c", str(ROOT / "constraints.txt")]]
+
+
+def test_setup_falls_back_to_ranges_where_the_pins_do_not_install(monkeypatch):
+    calls = []
+
+    def fake_run(cmd, *args, **kwargs):
+        calls.append([str(c) for c in cmd])
+        return subprocess.CompletedProcess(cmd, 1 if "-c" in calls[-1] else 0)
+
+    monkeypatch.setattr(tasks.subprocess, "run", fake_run)
+    tasks._install_course()
+    assert [("-c" in c) for c in calls] == [True, False] and calls[1][-1] == f"{ROOT}[dev]"
+
+
+def test_lock_lines_drop_course_utils_and_urls():
+    freeze = "absl-py==2.5.1\ncourse-utils==0.1.0\ncourse_utils==0.1.0\n-e git+x#egg=y\n" \
+             "foo @ file:///tmp/foo.whl\n\nzipp==4.1.2\n"
+    assert tasks.lock_lines(freeze) == ["absl-py==2.5.1", "zipp==4.1.2"]
+
+
+# --- dependencies ---------------------------------------------------------------------------------
+
+def test_runtime_dependencies_exclude_dev_tools():
+    project = _pyproject()["project"]
+    runtime = {canonicalize_name(Requirement(r).name) for r in project["dependencies"]}
+    dev = {canonicalize_name(Requirement(r).name) for r in project["optional-dependencies"]["dev"]}
+    assert {"tensorflow", "tensorboard", "tf-keras", "keras", "tensorflow-datasets", "importlib-resources",
+            "numpy", "matplotlib", "portpicker", "psutil"} <= runtime
+    assert not runtime & DEV_TOOLS and DEV_TOOLS <= dev
+    assert project["urls"]["Repository"].startswith("https://github.com/")
+
+
+def test_environment_yml_installs_the_same_as_setup():
+    env = (ROOT / "environment.yml").read_text()
+    assert '"-e .[dev]"' in env and '"-c constraints.txt"' in env
+
+
+def test_constraints_pin_every_dependency_within_pyproject_ranges():
+    header = [line for line in (ROOT / "constraints.txt").read_text().splitlines() if line.startswith("#")]
+    assert "python3 tasks.py lock" in "\n".join(header) and "pyproject.toml" in "\n".join(header)
+    pins = _constraints()
+    assert "course-utils" not in pins
+    project = _pyproject()["project"]
+    for spec in project["dependencies"] + project["optional-dependencies"]["dev"]:
+        req = Requirement(spec)
+        if req.marker and not req.marker.evaluate():
+            continue
+        name = canonicalize_name(req.name)
+        assert name in pins, f"constraints.txt does not pin {name}: run `python3 tasks.py lock`"
+        assert req.specifier.contains(pins[name], prereleases=True), f"{name}=={pins[name]} is outside {req}"
+
+
+def test_venv_has_the_locked_versions_of_the_dependencies():
+    pins = _constraints()
+    project = _pyproject()["project"]
+    for spec in project["dependencies"] + project["optional-dependencies"]["dev"]:
+        req = Requirement(spec)
+        if req.marker and not req.marker.evaluate():
+            continue
+        try:
+            installed = version(req.name)
+        except PackageNotFoundError:
+            pytest.fail(f"{req.name} is not installed: run `python3 tasks.py setup`")
+        assert installed == pins[canonicalize_name(req.name)], \
+            f"{req.name} {installed} differs from constraints.txt: `python3 tasks.py setup` or `tasks.py lock`"
+
+
+# --- run metadata ---------------------------------------------------------------------------------
+
+def _papermill_notebook():
+    papermill_cell = {"start_time": "2026-11-22T20:35:11.50+00:00", "end_time": "2026-11-22T20:35:11.51+00:00",
+                      "duration": 0.01, "status": "completed", "exception": False}
+    execution = {"iopub.execute_input": "2026-11-22T20:35:11.5Z", "shell.execute_reply": "2026-11-22T20:35:11.6Z"}
+    nb = new_notebook(cells=[
+        new_markdown_cell("# Title", metadata={"papermill": dict(papermill_cell), "tags": []}),
+        new_code_cell("EPOCHS = 3", execution_count=1,
+                      metadata={"tags": ["parameters"], "papermill": dict(papermill_cell),
+                                "execution": dict(execution)}),
+        new_code_cell("print('hi')", execution_count=2,
+                      metadata={"papermill": dict(papermill_cell), "execution": dict(execution), "tags": []},
+                      outputs=[new_output("stream", name="stdout", text="hi\n")]),
+    ])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata["papermill"] = {"duration": 155.6, "start_time": "x", "end_time": "y", "exception": None,
+                                "input_path": "/a.ipynb", "output_path": "/a.ipynb", "parameters": {},
+                                "environment_variables": {}, "version": "2.7.0"}
+    return nb
+
+
+def test_strip_run_metadata_keeps_outputs_and_one_wall_time():
+    nb = _papermill_notebook()
+    outputs = [c.get("outputs") for c in nb.cells]
+    assert nm.strip_run_metadata(nb, 155.6)
+    nbformat.validate(nb)
+    assert nb.metadata == {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
+                           "course": {"wall_time_s": 156}}
+    assert [c.metadata for c in nb.cells] == [{"tags": []}, {"tags": ["parameters"]}, {"tags": []}]
+    assert [c.get("outputs") for c in nb.cells] == outputs
+    assert [c.get("execution_count") for c in nb.cells] == [None, 1, 2]
+    assert "papermill" not in nbformat.writes(nb) and "iopub" not in nbformat.writes(nb)
+    assert not nm.strip_run_metadata(nb, 156.4), "same wall time: nothing to change"
+    assert nm.strip_run_metadata(nb, None) and "course" not in nb.metadata
+
+
+def test_strip_file_writes_like_papermill(tmp_path):
+    path = tmp_path / "nb.ipynb"
+    path.write_text(nbformat.writes(_papermill_notebook()))  # papermill: no final newline
+    nm.strip_file(path, 6.2)
+    text = path.read_text()
+    assert not text.endswith("\n") and nm.wall_time(path) == 6
+    assert nbformat.reads(text, as_version=4).cells[2].outputs[0].text == "hi\n"
+
+
+def test_wall_time_sentence_and_readme_update(tmp_path):
+    times = {"01": 6, "02": 156, "03": 409}
+    machine = "on the 2-core CPU-only development machine"
+    assert nm.wall_time_sentence(times, machine) == (
+        "(on the 2-core CPU-only development machine: 01 6 s, 02 156 s, 03 409 s, under 10 minutes in all)")
+    assert nm.wall_time_sentence({"01": 59}) == "(on the development machine: 01 59 s, under a minute in all)"
+
+    readme = tmp_path / "README.md"
+    original = (f"Times <!-- wall-times -->({machine}: 01 1 s, under a minute in all)<!-- /wall-times -->;\nmore\n")
+    readme.write_text(original)
+    folder = tmp_path / "notebooks"
+    folder.mkdir()
+    paths = []
+    for name, seconds in [("01_a.ipynb", 6.4), ("02_b.ipynb", None), ("03_c.ipynb", 409)]:
+        nb = _papermill_notebook()
+        if seconds is not None:
+            nm.strip_run_metadata(nb, seconds)
+        nbformat.write(nb, folder / name)
+        paths.append(folder / name)
+    assert nm.wall_times(paths) == {"01": 6, "03": 409}
+    assert nm.update_readme(readme, paths)
+    assert readme.read_text() == (f"Times <!-- wall-times -->({machine}: 01 6 s, 03 409 s, under 7 minutes in all)"
+                                  "<!-- /wall-times -->;\nmore\n")
+    assert not nm.update_readme(readme, paths)
+    readme.write_text(original)
+    assert not nm.update_readme(readme, paths[1:2]) and readme.read_text() == original, "no metadata: as is"
+
+
+COMMITTED_TIMES = nm.wall_times(course_notebooks())
+
+
+@pytest.mark.skipif(not COMMITTED_TIMES, reason="no committed notebook records metadata.course.wall_time_s "
+                                                "yet: run `python3 tasks.py course`")
+def test_readme_wall_times_equal_the_notebooks_metadata():
+    readme = (ROOT / "README.md").read_text()
+    assert nm.readme_sentence(readme) == nm.wall_time_sentence(COMMITTED_TIMES, nm.readme_machine(readme)), \
+        "README's wall times differ from the notebooks' metadata: run `python3 tasks.py course`"
+
+
+def test_course_runner_strips_run_metadata_and_leaves_readme_alone_in_smoke_mode(tmp_path, notebook_data_env):
+    readme = (ROOT / "README.md").read_bytes()
+    env = dict(os.environ, **notebook_data_env)
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "run_notebooks.py"), "--smoke",
+                           "--output-dir", str(tmp_path), "01_"],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = next(tmp_path.glob("notebooks/01_*.ipynb"))
+    nb = nbformat.read(out, as_version=4)
+    assert "papermill" not in nb.metadata and isinstance(nb.metadata["course"]["wall_time_s"], int)
+    assert not [c for c in nb.cells if {"papermill", "execution"} & set(c.metadata)]
+    assert all(c.execution_count for c in nb.cells if c.cell_type == "code")
+    assert (ROOT / "README.md").read_bytes() == readme

@@ -1,0 +1,126 @@
+"""Keep executed notebooks reviewable: strip run-dependent metadata, keep one wall time.
+
+Papermill records start/end times, durations and paths for the notebook and every cell, and
+nbclient adds per-cell ``execution`` timestamps, so each re-run would rewrite hundreds of lines
+of the committed notebooks. :func:`strip_run_metadata` removes them (outputs and execution counts
+stay) and keeps one value, ``metadata["course"]["wall_time_s"]``, which the README's wall-time
+sentence (between ``<!-- wall-times -->`` markers) is generated from.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import nbformat
+
+COURSE_KEY = "course"
+WALL_TIME_KEY = "wall_time_s"
+RUN_CELL_KEYS = ("papermill", "execution")  # papermill's per-cell timing, nbclient's timestamps
+RUN_NOTEBOOK_KEYS = ("papermill",)  # paths, parameters, start/end times, environment
+README_MARKERS = ("<!-- wall-times -->", "<!-- /wall-times -->")
+DEFAULT_MACHINE = "on the development machine"
+
+
+def strip_run_metadata(nb: nbformat.NotebookNode, wall_time_s: float | None = None) -> bool:
+    """Remove papermill/nbclient run metadata from ``nb`` in place; return whether it changed.
+
+    With ``wall_time_s``, record it (whole seconds) as ``metadata.course.wall_time_s``;
+    with ``None`` (a failed run), drop any recorded wall time, which would be stale.
+    """
+    before = nbformat.writes(nb)
+    for key in RUN_NOTEBOOK_KEYS:
+        nb.metadata.pop(key, None)
+    for cell in nb.cells:
+        for key in RUN_CELL_KEYS:
+            cell.metadata.pop(key, None)
+    course = dict(nb.metadata.get(COURSE_KEY, {}))
+    if wall_time_s is None:
+        course.pop(WALL_TIME_KEY, None)
+    else:
+        course[WALL_TIME_KEY] = int(round(wall_time_s))
+    if course:
+        nb.metadata[COURSE_KEY] = course
+    else:
+        nb.metadata.pop(COURSE_KEY, None)
+    return nbformat.writes(nb) != before
+
+
+def write_notebook(nb: nbformat.NotebookNode, path: Path) -> None:
+    """Write ``nb`` like the file it replaces: papermill writes no final newline, Jupyter does."""
+    path = Path(path)
+    newline = path.exists() and path.read_text(encoding="utf-8").endswith("\n")
+    path.write_text(nbformat.writes(nb) + ("\n" if newline else ""), encoding="utf-8")
+
+
+def strip_file(path: Path, wall_time_s: float | None) -> None:
+    nb = nbformat.read(path, as_version=4)
+    if strip_run_metadata(nb, wall_time_s):
+        write_notebook(nb, path)
+
+
+def wall_time(path: Path) -> int | None:
+    """The wall time recorded in a notebook by the course command, or None."""
+    nb = nbformat.read(path, as_version=4)
+    value = nb.metadata.get(COURSE_KEY, {}).get(WALL_TIME_KEY)
+    return int(value) if value is not None else None
+
+
+def label(path: Path) -> str:
+    """``01`` for notebooks/01_*.ipynb, ``solutions/01`` for other folders."""
+    path = Path(path)
+    return path.name[:2] if path.parent.name == "notebooks" else f"{path.parent.name}/{path.name[:2]}"
+
+
+def wall_times(paths: list[Path]) -> dict[str, int]:
+    """Label -> recorded wall time, for the notebooks that have one (in the given order)."""
+    times = {}
+    for path in paths:
+        value = wall_time(path)
+        if value is not None:
+            times[label(path)] = value
+    return times
+
+
+def wall_time_sentence(times: dict[str, int], machine: str = DEFAULT_MACHINE) -> str:
+    """``(on the ... machine: 01 6 s, 02 156 s, under 3 minutes in all)``."""
+    minutes = math.floor(sum(times.values()) / 60) + 1
+    total = "under a minute" if minutes == 1 else f"under {minutes} minutes"
+    listed = ", ".join(f"{name} {seconds} s" for name, seconds in times.items())
+    return f"({machine}: {listed}, {total} in all)"
+
+
+_MARKED = re.compile(re.escape(README_MARKERS[0]) + r"(?P<sentence>.*?)" + re.escape(README_MARKERS[1]),
+                     re.DOTALL)
+
+
+def readme_sentence(readme: str) -> str | None:
+    """The text between the wall-time markers, or None when the README has no markers."""
+    match = _MARKED.search(readme)
+    return match["sentence"] if match else None
+
+
+def readme_machine(readme: str) -> str:
+    """The machine the README names (``on the 2-core ... machine``); a person edits it, we keep it."""
+    sentence = readme_sentence(readme) or ""
+    match = re.match(r"\((?P<machine>[^:()]+):", sentence)
+    return match["machine"] if match else DEFAULT_MACHINE
+
+
+def update_readme(readme_path: Path, paths: list[Path]) -> bool:
+    """Regenerate the README's wall-time sentence from the notebooks' metadata; return whether it changed.
+
+    Leaves the README as it is when no notebook has a recorded wall time yet, or it has no markers.
+    """
+    readme_path = Path(readme_path)
+    text = readme_path.read_text(encoding="utf-8")
+    times = wall_times(paths)
+    if not times or readme_sentence(text) is None:
+        return False
+    sentence = wall_time_sentence(times, readme_machine(text))
+    new = _MARKED.sub(lambda _: README_MARKERS[0] + sentence + README_MARKERS[1], text, count=1)
+    if new == text:
+        return False
+    readme_path.write_text(new, encoding="utf-8")
+    return True
