@@ -2,13 +2,16 @@
 
 One small module per concern:
 
-- :mod:`course_utils.devices`   -- simulate several devices on a CPU-only machine.
-- :mod:`course_utils.data`      -- load Fashion-MNIST / SVHN from the best available source,
-                                   and the shared ``tf.data`` input pipeline.
-- :mod:`course_utils.models`    -- the course's CNN builders.
-- :mod:`course_utils.callbacks` -- learning-rate decay, ``PrintLR`` and a throughput callback.
-- :mod:`course_utils.timing`    -- a stopwatch and throughput arithmetic.
-- :mod:`course_utils.plots`     -- training curves and bar charts.
+- :mod:`course_utils.devices`   -- ``n`` devices anywhere: logical CPUs, a GPU split, or real GPUs.
+- :mod:`course_utils.idx`       -- read and write IDX files (the MNIST file format).
+- :mod:`course_utils.datasets`  -- load Fashion-MNIST from the best available source.
+- :mod:`course_utils.pipeline`  -- the shared ``tf.data`` input pipeline.
+- :mod:`course_utils.models`    -- the course's CNN, with stable layer names.
+- :mod:`course_utils.callbacks` -- a throughput callback that times training steps only.
+- :mod:`course_utils.checkpoints` -- find and load checkpoints, with errors that say what to do.
+- :mod:`course_utils.compare`   -- gradients and weights of two runs: scale, angle, max difference.
+- :mod:`course_utils.timing`    -- a stopwatch, interleaved repeats, median and spread tables.
+- :mod:`course_utils.plots`     -- training curves, bar charts, median bars with min-max whiskers.
 
 The ``tf.distribute`` calls that the course teaches stay in the notebooks.
 Modules import TensorFlow lazily where they can, so that

@@ -1,45 +1,33 @@
-"""Keras callbacks and the learning-rate schedule shared by the notebooks (Keras 3 forms)."""
+"""A Keras callback that measures training throughput (Keras 3).
+
+The callbacks the course *teaches* (``LearningRateScheduler``, a ``PrintLR`` callback,
+``ModelCheckpoint``, ``TensorBoard``) are written or used in the notebooks themselves.
+"""
 
 from __future__ import annotations
 
+import time
+
 import keras
 
-from .timing import Stopwatch, throughput
-
-
-def decay(epoch: int) -> float:
-    """The seeds' step decay: 1e-3 for epochs 0-2, 1e-4 for epochs 3-6, 1e-5 after."""
-    if epoch < 3:
-        return 1e-3
-    if epoch < 7:
-        return 1e-4
-    return 1e-5
-
-
-class PrintLR(keras.callbacks.Callback):
-    """Print the optimizer's learning rate at the end of each epoch.
-
-    Keras 3 form: ``model.optimizer.learning_rate`` (Keras 2 code used ``.lr``).
-    """
-
-    def __init__(self, print_fn=print):
-        super().__init__()
-        self.print_fn = print_fn
-        self.learning_rates: list[float] = []
-
-    def on_epoch_end(self, epoch, logs=None):
-        lr = float(keras.ops.convert_to_numpy(self.model.optimizer.learning_rate))
-        self.learning_rates.append(lr)
-        self.print_fn(f"Learning rate for epoch {epoch + 1} is {lr:.6g}")
+from .timing import throughput
 
 
 class Throughput(keras.callbacks.Callback):
-    """Record each training epoch's wall time and images/s.
+    """Time the training steps of each epoch and record images/s.
 
-    ``examples_per_epoch`` is the number of training examples one epoch sees
-    (counting examples rather than batches stays right with ``steps_per_execution``
-    and a partial last batch). The first epoch includes tracing and compilation;
-    :attr:`steady_images_per_sec` averages the later ones when there are any.
+    The clock runs from the start of the epoch's first training batch to the end of its
+    last one, so validation, checkpoint saving and the other callbacks' end-of-epoch work
+    are *not* counted. ``examples_per_epoch`` is the number of training examples one epoch
+    sees (counting examples rather than batches stays right with ``steps_per_execution``
+    and a partial last batch). :attr:`first_step_seconds` records each epoch's first step
+    alone: in epoch 1 it includes tracing and compiling the training function.
+    What the clock leaves out is recorded beside it: :attr:`before_training_seconds`, from the
+    start of the epoch to its first training batch (starting the epoch's input iterator, the
+    other callbacks' ``on_epoch_begin``), and :attr:`after_training_seconds`, from the end of the
+    last training batch to this callback's ``on_epoch_end`` (validation, and the end-of-epoch work
+    of the callbacks listed before this one, such as ``ModelCheckpoint``). The three add up to
+    :attr:`epoch_wall_seconds`.
     """
 
     def __init__(self, examples_per_epoch: int, print_fn=None):
@@ -50,21 +38,38 @@ class Throughput(keras.callbacks.Callback):
         self.print_fn = print_fn
         self.epoch_seconds: list[float] = []
         self.images_per_sec: list[float] = []
-        self._watch = Stopwatch()
+        self.first_step_seconds: list[float] = []
+        self.after_training_seconds: list[float] = []
+        self.before_training_seconds: list[float] = []
+        self.epoch_wall_seconds: list[float] = []
+        self._epoch_begin: float | None = None
+        self._start: float | None = None
+        self._last_end: float | None = None
 
     def on_epoch_begin(self, epoch, logs=None):
-        self._watch.start()
+        self._epoch_begin = time.perf_counter()
+        self._start = self._last_end = None
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if self._start is None:
+            self._start = time.perf_counter()
+
+    def on_train_batch_end(self, batch, logs=None):
+        now = time.perf_counter()
+        if self._last_end is None:
+            self.first_step_seconds.append(now - self._start)
+        self._last_end = now
 
     def on_epoch_end(self, epoch, logs=None):
-        seconds = self._watch.stop()
+        if self._start is None or self._last_end is None:
+            raise RuntimeError("Throughput saw no training batch in this epoch")
+        now = time.perf_counter()
+        seconds = self._last_end - self._start
+        self.after_training_seconds.append(now - self._last_end)
+        self.before_training_seconds.append(self._start - self._epoch_begin)
+        self.epoch_wall_seconds.append(now - self._epoch_begin)
         self.epoch_seconds.append(seconds)
         self.images_per_sec.append(throughput(self.examples_per_epoch, seconds))
         if self.print_fn:
-            self.print_fn(f"Epoch {epoch + 1}: {seconds:.1f} s, {self.images_per_sec[-1]:.0f} images/s")
-
-    @property
-    def steady_images_per_sec(self) -> float:
-        if not self.images_per_sec:
-            raise RuntimeError("no epoch has finished yet")
-        later = self.images_per_sec[1:] or self.images_per_sec
-        return sum(later) / len(later)
+            self.print_fn(f"Epoch {epoch + 1}: training steps {seconds:.1f} s, "
+                          f"{self.images_per_sec[-1]:.0f} images/s")

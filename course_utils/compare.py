@@ -21,12 +21,18 @@ class Comparison:
     scale: float
     cosine: float
 
+    @property
+    def angle_degrees(self) -> float:
+        """The angle between candidate and reference: 0 when they point the same way."""
+        return float(np.degrees(np.arccos(np.clip(self.cosine, -1.0, 1.0))))
+
     def same(self, atol: float = 1e-5) -> bool:
         """Equal up to float32 noise: every element within ``atol``."""
         return self.max_abs_diff <= atol
 
     def __str__(self) -> str:
-        return f"scale {self.scale:.4f}, cosine {self.cosine:.6f}, max |diff| {self.max_abs_diff:.2e}"
+        return (f"scale {self.scale:.4f}, cosine {self.cosine:.6f} ({self.angle_degrees:.1f} degrees), "
+                f"max |diff| {self.max_abs_diff:.2e}")
 
 
 def _flat(tensors) -> np.ndarray:

@@ -23,7 +23,9 @@ def _check(input_shape, num_classes):
 def build_cnn(input_shape=(28, 28, 1), num_classes: int = 10, *, l2: float | None = None):
     """The seeds' CNN: Conv2D 32 -> Conv2D 64 -> Flatten -> Dense 64 -> Dense ``num_classes``.
 
-    3x3 convolutions with ReLU and no pooling; the last layer outputs logits.
+    3x3 convolutions with ReLU and no pooling; the last layer outputs logits. The layers have
+    fixed names (``conv1``, ``conv2``, ``flatten``, ``dense``, ``logits``), so variable paths such as
+    ``cnn/conv1/kernel`` are the same however many models a notebook builds.
     ``l2`` adds an L2 kernel regularizer of that strength to every layer
     (its losses appear in ``model.losses``).
     """
@@ -34,36 +36,11 @@ def build_cnn(input_shape=(28, 28, 1), num_classes: int = 10, *, l2: float | Non
     return keras.Sequential(
         [
             keras.Input(shape=tuple(input_shape)),
-            keras.layers.Conv2D(32, 3, activation="relu", kernel_regularizer=reg),
-            keras.layers.Conv2D(64, 3, activation="relu", kernel_regularizer=reg),
-            keras.layers.Flatten(),
-            keras.layers.Dense(64, activation="relu", kernel_regularizer=reg),
-            keras.layers.Dense(num_classes, kernel_regularizer=reg),
+            keras.layers.Conv2D(32, 3, activation="relu", kernel_regularizer=reg, name="conv1"),
+            keras.layers.Conv2D(64, 3, activation="relu", kernel_regularizer=reg, name="conv2"),
+            keras.layers.Flatten(name="flatten"),
+            keras.layers.Dense(64, activation="relu", kernel_regularizer=reg, name="dense"),
+            keras.layers.Dense(num_classes, kernel_regularizer=reg, name="logits"),
         ],
         name="cnn",
-    )
-
-
-def build_pooled_cnn(input_shape=(28, 28, 1), num_classes: int = 10, *, l2: float | None = None):
-    """A lighter CNN for quick CPU runs: each convolution followed by 2x2 max-pooling.
-
-    Same layers as :func:`build_cnn` plus pooling, so the Dense layer sees a
-    5x5x64 map instead of 24x24x64: about 20x fewer parameters.
-    """
-    import keras  # noqa: PLC0415
-
-    _check(input_shape, num_classes)
-    reg = _regularizer(l2)
-    return keras.Sequential(
-        [
-            keras.Input(shape=tuple(input_shape)),
-            keras.layers.Conv2D(32, 3, activation="relu", kernel_regularizer=reg),
-            keras.layers.MaxPooling2D(),
-            keras.layers.Conv2D(64, 3, activation="relu", kernel_regularizer=reg),
-            keras.layers.MaxPooling2D(),
-            keras.layers.Flatten(),
-            keras.layers.Dense(64, activation="relu", kernel_regularizer=reg),
-            keras.layers.Dense(num_classes, kernel_regularizer=reg),
-        ],
-        name="pooled_cnn",
     )

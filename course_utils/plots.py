@@ -51,3 +51,31 @@ def plot_bars(values: Mapping[str, float], ylabel: str, title: str | None = None
         ax.set_title(title)
     fig.tight_layout()
     return fig
+
+
+def plot_medians(groups: Mapping[str, Mapping[str, Sequence[float]]], ylabel: str, title: str | None = None):
+    """Median bars with min-max whiskers: one panel per group, one bar per variant.
+
+    ``groups`` is ``{panel title: {variant: [value per repeat]}}``, e.g. throughput of several loop
+    variants at two batch sizes. Each bar is annotated with its median.
+    """
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+    import numpy as np  # noqa: PLC0415
+
+    if not groups or not all(groups.values()):
+        raise ValueError("plot_medians needs at least one group with at least one variant")
+    widest = max(len(variants) for variants in groups.values())
+    fig, axes = plt.subplots(1, len(groups), figsize=(max(5, 1.7 * widest) * len(groups), 3.8), squeeze=False)
+    for ax, (panel, variants) in zip(axes[0], groups.items()):
+        medians = [float(np.median(v)) for v in variants.values()]
+        low = [m - min(v) for m, v in zip(medians, variants.values())]
+        high = [max(v) - m for m, v in zip(medians, variants.values())]
+        bars = ax.bar(range(len(variants)), medians, yerr=[low, high], capsize=4, color="tab:blue")
+        ax.bar_label(bars, labels=[f"{m:.0f}" for m in medians], label_type="center", color="white")
+        ax.set_xticks(range(len(variants)), list(variants), rotation=20, ha="right")
+        ax.set_ylabel(ylabel)
+        ax.set_title(panel)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig

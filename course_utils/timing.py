@@ -50,3 +50,48 @@ def ratio_table(results: dict[str, float], baseline: str, unit: str = "images/s"
     for name, value in results.items():
         lines.append(f"{name:<{width}}  {value:10.1f} {unit}  {value / base:5.2f}x {baseline}")
     return "\n".join(lines)
+
+
+def interleaved_rates(variants: dict, examples: int, rounds: int, warmup: int = 1) -> dict[str, list[float]]:
+    """Time ``{name: run_once}`` side by side; return each variant's throughput per run.
+
+    Every variant first runs ``warmup`` times untimed (tracing, compiling, filling caches);
+    then, ``rounds`` times, each variant runs once in turn. Interleaving spreads a slow
+    spell of a shared machine over all variants instead of one, and the repeats give
+    the median and spread that :func:`spread_table` prints. ``examples`` is what one
+    run processes (images per epoch, say).
+    """
+    if rounds < 1 or warmup < 0:
+        raise ValueError(f"need rounds >= 1 and warmup >= 0, got rounds={rounds}, warmup={warmup}")
+    for run_once in variants.values():
+        for _ in range(warmup):
+            run_once()
+    rates: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(rounds):
+        for name, run_once in variants.items():
+            start = time.perf_counter()
+            run_once()
+            rates[name].append(throughput(examples, time.perf_counter() - start))
+    return rates
+
+
+def median(values) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        raise ValueError("median of no values")
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def spread_table(rates: dict, baseline: str, unit: str = "images/s") -> str:
+    """One line per variant: median, min-max over the repeats, and the ratio of medians to ``baseline``."""
+    if baseline not in rates:
+        raise KeyError(f"baseline {baseline!r} is not one of {sorted(rates)}")
+    base = median(rates[baseline])
+    width = max(len(name) for name in rates)
+    lines = [f"{'':<{width}}  {'median':>8}  {'min-max':>13}  {'median vs ' + baseline}"]
+    for name, values in rates.items():
+        spread = f"{min(values):.0f}-{max(values):.0f}"
+        lines.append(f"{name:<{width}}  {median(values):8.0f}  {spread:>13}  {median(values) / base:.2f}x"
+                     f"   ({unit}, {len(values)} runs)")
+    return "\n".join(lines)

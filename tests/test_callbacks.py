@@ -1,13 +1,10 @@
+import time
+
 import keras
 import numpy as np
 import pytest
 
 from course_utils import callbacks
-
-
-@pytest.mark.parametrize("epoch, lr", [(0, 1e-3), (2, 1e-3), (3, 1e-4), (6, 1e-4), (7, 1e-5), (30, 1e-5)])
-def test_decay_schedule(epoch, lr):
-    assert callbacks.decay(epoch) == lr
 
 
 def _tiny_model():
@@ -17,35 +14,61 @@ def _tiny_model():
     return model
 
 
-def _fit(model, epochs, cbs, n=40):
+def _data(n=40):
     x = np.random.default_rng(0).normal(size=(n, 3)).astype("float32")
-    y = (x[:, 0] > 0).astype("int64")
-    return model.fit(x, y, batch_size=8, epochs=epochs, verbose=0, callbacks=cbs)
+    return x, (x[:, 0] > 0).astype("int64")
 
 
-def test_print_lr_reads_learning_rate_set_by_scheduler():
-    lines = []
-    print_lr = callbacks.PrintLR(print_fn=lines.append)
-    schedule = keras.callbacks.LearningRateScheduler(lambda epoch: 0.5 ** (epoch + 1))
-    _fit(_tiny_model(), 3, [schedule, print_lr])
-    assert print_lr.learning_rates == [0.5, 0.25, 0.125]
-    assert lines == ["Learning rate for epoch 1 is 0.5", "Learning rate for epoch 2 is 0.25",
-                     "Learning rate for epoch 3 is 0.125"]
+class _SlowEpochEnd(keras.callbacks.Callback):
+    """Stands in for validation or a checkpoint save: work after the last training batch."""
+
+    def on_epoch_end(self, epoch, logs=None):
+        time.sleep(0.3)
 
 
-def test_throughput_records_each_epoch():
+class _SlowEpochBegin(keras.callbacks.Callback):
+    """Work at the start of an epoch, before its first training batch."""
+
+    def on_epoch_begin(self, epoch, logs=None):
+        time.sleep(0.2)
+
+
+def test_throughput_reports_time_before_the_first_batch():
+    meter = callbacks.Throughput(examples_per_epoch=40)
+    x, y = _data()
+    _tiny_model().fit(x, y, batch_size=8, epochs=2, verbose=0, callbacks=[meter, _SlowEpochBegin()])
+    assert min(meter.before_training_seconds) >= 0.2 and meter.epoch_seconds[-1] < 0.2  # [0] traces
+
+
+def test_throughput_times_training_steps_only():
     lines = []
     meter = callbacks.Throughput(examples_per_epoch=40, print_fn=lines.append)
-    _fit(_tiny_model(), 3, [meter])
-    assert len(meter.epoch_seconds) == len(meter.images_per_sec) == 3 == len(lines)
-    for seconds, rate in zip(meter.epoch_seconds, meter.images_per_sec):
-        assert seconds > 0 and rate == pytest.approx(40 / seconds)
-    assert meter.steady_images_per_sec == pytest.approx(np.mean(meter.images_per_sec[1:]))
-    assert lines[0].startswith("Epoch 1: ") and lines[0].endswith("images/s")
+    x, y = _data()
+    # validation data and a slow epoch-end callback: neither may count as training time,
+    # and the slow callback (listed before the meter) shows in the time after training
+    _tiny_model().fit(x, y, batch_size=8, epochs=3, verbose=0, validation_data=(x, y),
+                      callbacks=[_SlowEpochEnd(), meter])
+    assert len(meter.epoch_seconds) == len(meter.images_per_sec) == len(meter.first_step_seconds) == 3
+    assert len(meter.after_training_seconds) == 3 and min(meter.after_training_seconds) >= 0.3
+    for parts in zip(meter.before_training_seconds, meter.epoch_seconds, meter.after_training_seconds,
+                     meter.epoch_wall_seconds):
+        assert min(parts) >= 0 and sum(parts[:3]) == pytest.approx(parts[3])
+    for seconds, rate, first in zip(meter.epoch_seconds, meter.images_per_sec, meter.first_step_seconds):
+        assert 0 < first <= seconds < 0.3, "the 0.3 s spent after the last batch was counted"
+        assert rate == pytest.approx(40 / seconds)
+    assert lines[0].startswith("Epoch 1: training steps ") and lines[0].endswith(" images/s")
+    assert len(lines) == 3
 
 
-def test_throughput_rejects_bad_input_and_early_reads():
+def test_first_step_of_first_epoch_includes_tracing():
+    meter = callbacks.Throughput(examples_per_epoch=40)
+    x, y = _data()
+    _tiny_model().fit(x, y, batch_size=8, epochs=2, verbose=0, callbacks=[meter])
+    assert meter.first_step_seconds[0] > 3 * meter.first_step_seconds[1]
+
+
+def test_throughput_rejects_bad_input():
     with pytest.raises(ValueError, match="examples_per_epoch"):
         callbacks.Throughput(0)
-    with pytest.raises(RuntimeError, match="no epoch"):
-        callbacks.Throughput(10).steady_images_per_sec
+    with pytest.raises(RuntimeError, match="no training batch"):
+        callbacks.Throughput(10).on_epoch_end(0)

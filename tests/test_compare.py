@@ -23,6 +23,9 @@ def test_direction_change_lowers_cosine():
     result = compare([np.array([1.0, 0.0])], [np.array([1.0, 1.0])])
     assert result.cosine == pytest.approx(1 / np.sqrt(2))
     assert result.scale == pytest.approx(0.5)
+    assert result.angle_degrees == pytest.approx(45.0)
+    assert "(45.0 degrees)" in str(result)
+    assert compare([np.array([-1.0])], [np.array([1.0])]).angle_degrees == pytest.approx(180.0)
 
 
 def test_float32_noise_counts_as_same():

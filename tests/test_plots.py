@@ -32,3 +32,17 @@ def test_bar_chart_labels_each_bar():
     assert [t.get_text() for t in ax.texts] == ["450", "812"]
     with pytest.raises(ValueError):
         plots.plot_bars({}, ylabel="x")
+
+
+def test_median_bars_with_min_max_whiskers():
+    groups = {"batch 64": {"naive": [100.0, 50.0, 110.0], "tuned": [120.0, 130.0, 125.0]},
+              "batch 8": {"naive": [10.0, 12.0, 11.0], "tuned": [30.0, 28.0, 29.0]}}
+    fig = plots.plot_medians(groups, ylabel="images/s")
+    left, right = fig.axes
+    assert [p.get_height() for p in left.patches] == [100.0, 125.0]
+    assert [p.get_height() for p in right.patches] == [11.0, 29.0]
+    assert [t.get_text() for t in left.texts] == ["100", "125"] and left.get_title() == "batch 64"
+    whiskers = left.collections[0].get_segments()  # error bars: min to max around each median
+    assert [(seg[0][1], seg[1][1]) for seg in whiskers] == [(50.0, 110.0), (120.0, 130.0)]
+    with pytest.raises(ValueError):
+        plots.plot_medians({}, ylabel="x")

@@ -2,7 +2,7 @@ import time
 
 import pytest
 
-from course_utils.timing import Stopwatch, ratio_table, throughput
+from course_utils.timing import Stopwatch, interleaved_rates, median, ratio_table, spread_table, throughput
 
 
 def test_stopwatch_measures_elapsed_time():
@@ -26,7 +26,31 @@ def test_throughput():
 def test_ratio_table():
     table = ratio_table({"one device": 400.0, "two devices": 600.0}, baseline="one device")
     first, second = table.splitlines()
-    assert first.split()[-3:] == ["400.0", "images/s", "1.00x"] or "1.00x one device" in first
-    assert "600.0 images/s   1.50x one device" in second
+    assert first == "one device        400.0 images/s   1.00x one device"
+    assert second == "two devices       600.0 images/s   1.50x one device"
     with pytest.raises(KeyError, match="baseline"):
         ratio_table({"a": 1.0}, baseline="b")
+
+
+def test_interleaved_rates_warm_up_then_alternate():
+    calls = []
+    variants = {"a": lambda: calls.append("a"), "b": lambda: (calls.append("b"), time.sleep(0.02))}
+    rates = interleaved_rates(variants, examples=10, rounds=3, warmup=1)
+    assert calls == ["a", "b"] + ["a", "b"] * 3
+    assert [len(r) for r in rates.values()] == [3, 3]
+    assert all(r < 10 / 0.02 for r in rates["b"]) and min(rates["a"]) > max(rates["b"])
+    with pytest.raises(ValueError, match="rounds"):
+        interleaved_rates(variants, examples=10, rounds=0)
+
+
+def test_median_and_spread_table():
+    assert median([3.0, 1.0, 2.0]) == 2.0 and median([4.0, 1.0, 3.0, 2.0]) == 2.5
+    with pytest.raises(ValueError):
+        median([])
+    table = spread_table({"naive": [100.0, 50.0, 110.0], "tuned": [200.0, 190.0, 60.0]}, baseline="naive")
+    header, naive, tuned = table.splitlines()
+    assert "median" in header and "min-max" in header
+    assert naive.split()[:4] == ["naive", "100", "50-110", "1.00x"]
+    assert tuned.split()[:4] == ["tuned", "190", "60-200", "1.90x"] and "3 runs" in tuned
+    with pytest.raises(KeyError, match="baseline"):
+        spread_table({"a": [1.0]}, baseline="b")
