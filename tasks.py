@@ -124,7 +124,6 @@ def _venv_env() -> dict[str, str]:
     env = dict(os.environ)
     env["PATH"] = f"{PY.parent}{os.pathsep}{env.get('PATH', '')}"
     env["VIRTUAL_ENV"] = str(VENV)
-    env.setdefault("MPLBACKEND", "Agg")
     return env
 
 

@@ -57,6 +57,9 @@ def test_committed_outputs_come_from_a_clean_run(path):
     assert None not in counts and counts == sorted(counts), "run top to bottom by the course command"
     for cell in code:
         assert not [o for o in cell.outputs if o.output_type == "error"]
+        if re.search(r"^fig(, \w+)? = ", cell.source, re.M):
+            assert any("image/png" in o.get("data", {}) for o in cell.outputs), \
+                f"figure cell shows no figure (a non-inline MPLBACKEND?):\n{cell.source[:80]}"
         if cell.source.startswith(CHECK):
             assert cell.outputs, f"checked cell has no stored output (nbval would pass vacuously):\n{cell.source[:80]}"
             assert not [o for o in cell.outputs if o.get("name") == "stderr"], "stderr in a checked cell"

@@ -12,6 +12,7 @@ failed, README.md's wall-time sentence is regenerated from those values.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -34,6 +35,9 @@ def main(argv: list[str]) -> int:
     if not notebooks:
         print("No notebook matches", args.select, file=sys.stderr)
         return 2
+    # The kernels inherit this environment: a non-interactive MPLBACKEND (Agg) would make every
+    # figure vanish from the notebooks' outputs. Kernels pick matplotlib's inline backend without it.
+    os.environ.pop("MPLBACKEND", None)
     failures = []
     total = time.perf_counter()
     for i, path in enumerate(notebooks, 1):
