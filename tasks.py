@@ -2,19 +2,25 @@
 """The course's commands. Needs only Python 3.10+ to start; it builds everything else.
 
     python3 tasks.py course   # set up, then execute every notebook (outputs written in place)
-    python3 tasks.py test     # set up, then run the whole test suite
+    python3 tasks.py test     # set up, then run the whole test suite, then the oldest-versions
+                              # check (--newest: only the suite; --oldest: only the check)
     python3 tasks.py lab      # set up, then open JupyterLab for students
     python3 tasks.py setup    # only set up: .venv, dependencies, offline data
     python3 tasks.py links    # point every Colab badge and install cell at pyproject's
                               # [project.urls] Repository (--check: only list disagreements)
     python3 tasks.py lock     # write constraints.txt from .venv's exact versions
-                              # (--upgrade: first install the newest versions pyproject allows)
+                              # (--upgrade: first install the newest versions pyproject allows;
+                              # --oldest: write constraints-oldest.txt, the floors of its ranges)
 
 Set-up creates ``.venv`` beside this file, installs ``course_utils`` (editable)
 with its ``dev`` extra, pinned to the exact versions in ``constraints.txt``, and --
 where ``apt-get`` exists and we are root -- installs Debian's ``dataset-fashion-mnist``
 for offline real data. It re-installs only when ``pyproject.toml`` or
 ``constraints.txt`` changed since the last set-up.
+
+The oldest-versions check builds a second environment, ``.venv-oldest``, the same way
+from ``constraints-oldest.txt`` (every runtime dependency at the floor of its range in
+``pyproject.toml``) and runs the unit tests and one notebook there.
 """
 
 from __future__ import annotations
@@ -29,11 +35,25 @@ import venv
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
+
+
+def venv_python(venv_dir: Path) -> Path:
+    return venv_dir / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+
+
+STAMP_NAME = ".course-installed"
 VENV = ROOT / ".venv"
-PY = VENV / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
-STAMP = VENV / ".course-installed"
+PY = venv_python(VENV)
+STAMP = VENV / STAMP_NAME
 CONSTRAINTS = ROOT / "constraints.txt"
 SETUP_INPUTS = ("pyproject.toml", "constraints.txt")  # a change to either re-installs
+# The oldest-versions check: its own venv, pinned to the floors of pyproject's ranges.
+VENV_OLDEST = ROOT / ".venv-oldest"
+PY_OLDEST = venv_python(VENV_OLDEST)
+CONSTRAINTS_OLDEST = ROOT / "constraints-oldest.txt"
+OLDEST_INPUTS = ("pyproject.toml", "constraints-oldest.txt")
+# What runs there: the unit tests (tests marked `notebook` execute notebooks: slow), and one notebook.
+OLDEST_SMOKE = "tests/test_notebooks.py::test_runs_in_smoke_setting[notebooks/01_strategies_overview.ipynb]"
 FASHION_MNIST = Path("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")
 KERNEL_NAME = "python3"
 
@@ -62,26 +82,26 @@ def _apt_install(*packages: str) -> bool:
     return subprocess.run(["apt-get", "install", "-y", "-q", *packages], **quiet).returncode == 0
 
 
-def make_venv() -> None:
-    if PY.exists():
+def make_venv(venv_dir: Path = VENV) -> None:
+    if venv_python(venv_dir).exists():
         return
-    say(f"creating {VENV}")
+    say(f"creating {venv_dir}")
     try:
-        venv.EnvBuilder(with_pip=True).create(VENV)
+        venv.EnvBuilder(with_pip=True).create(venv_dir)
     except (subprocess.CalledProcessError, OSError):
-        shutil.rmtree(VENV, ignore_errors=True)
+        shutil.rmtree(venv_dir, ignore_errors=True)
         # Debian's Python ships venv's pip bootstrap separately.
         minor = f"python{sys.version_info.major}.{sys.version_info.minor}-venv"
         if not _apt_install(minor, "python3-venv"):
             sys.exit(f"Could not create a virtual environment. Install {minor} "
                      f"(sudo apt-get install {minor}) and run this command again.")
-        venv.EnvBuilder(with_pip=True).create(VENV)
+        venv.EnvBuilder(with_pip=True).create(venv_dir)
 
 
-def setup_digest(root: Path = ROOT) -> str:
-    """What the set-up stamp records: the bytes of pyproject.toml and constraints.txt."""
+def setup_digest(root: Path = ROOT, inputs: tuple[str, ...] = SETUP_INPUTS) -> str:
+    """What the set-up stamp records: the bytes of pyproject.toml and the constraints file."""
     digest = hashlib.sha256()
-    for name in SETUP_INPUTS:
+    for name in inputs:
         path = root / name
         digest.update(name.encode() + b"\0" + (path.read_bytes() if path.exists() else b"(missing)") + b"\0")
     return digest.hexdigest()
@@ -102,6 +122,18 @@ def _install_course() -> None:
         run(install)
 
 
+def oldest_install_command() -> list:
+    """The oldest-versions install: exactly the pins, no fallback (other versions would prove nothing)."""
+    return [PY_OLDEST, "-m", "pip", "install", "-q", "-e", f"{ROOT}[dev]", "-c", CONSTRAINTS_OLDEST]
+
+
+def _install_kernel(py: Path) -> None:
+    """The kernel named "python3" inside the venv, so notebooks run there when its bin/ is first on PATH."""
+    run([py, "-m", "ipykernel", "install", "--sys-prefix", "--name", KERNEL_NAME,
+         "--display-name", "Python 3 (distributed-training-course)"],
+        stdout=subprocess.DEVNULL)
+
+
 def setup() -> None:
     make_venv()
     digest = setup_digest()
@@ -109,9 +141,7 @@ def setup() -> None:
         say("installing course_utils and its dependencies into .venv (first time: a few minutes)")
         run([PY, "-m", "pip", "install", "-q", "--upgrade", "pip"])
         _install_course()
-        run([PY, "-m", "ipykernel", "install", "--sys-prefix", "--name", KERNEL_NAME,
-             "--display-name", "Python 3 (distributed-training-course)"],
-            stdout=subprocess.DEVNULL)
+        _install_kernel(PY)
         STAMP.write_text(digest)
     if not FASHION_MNIST.exists():
         if _apt_install("dataset-fashion-mnist"):
@@ -120,10 +150,27 @@ def setup() -> None:
             say("offline Fashion-MNIST not installed (needs root + apt-get); notebooks will use TFDS")
 
 
-def _venv_env() -> dict[str, str]:
+def setup_oldest() -> None:
+    """Like :func:`setup`, for ``.venv-oldest`` and ``constraints-oldest.txt`` (its own stamp)."""
+    if not CONSTRAINTS_OLDEST.exists():
+        sys.exit(f"{CONSTRAINTS_OLDEST.name} is missing: run `python3 tasks.py lock --oldest`")
+    make_venv(VENV_OLDEST)
+    stamp = VENV_OLDEST / STAMP_NAME
+    digest = setup_digest(ROOT, OLDEST_INPUTS)
+    if stamp.exists() and stamp.read_text() == digest:
+        return
+    say(f"installing the oldest supported versions ({CONSTRAINTS_OLDEST.name}) into {VENV_OLDEST.name} "
+        "(first time: a few minutes)")
+    run([PY_OLDEST, "-m", "pip", "install", "-q", "--upgrade", "pip"])
+    run(oldest_install_command())
+    _install_kernel(PY_OLDEST)
+    stamp.write_text(digest)
+
+
+def _venv_env(venv_dir: Path = VENV) -> dict[str, str]:
     env = dict(os.environ)
-    env["PATH"] = f"{PY.parent}{os.pathsep}{env.get('PATH', '')}"
-    env["VIRTUAL_ENV"] = str(VENV)
+    env["PATH"] = f"{venv_python(venv_dir).parent}{os.pathsep}{env.get('PATH', '')}"
+    env["VIRTUAL_ENV"] = str(venv_dir)
     return env
 
 
@@ -132,7 +179,39 @@ def course(args: list[str]) -> int:
     return subprocess.run([PY, ROOT / "tools" / "run_notebooks.py", *args], env=_venv_env()).returncode
 
 
+def oldest_test_commands(args: list[str]) -> list[list]:
+    """The oldest-versions check: the unit tests, then one notebook in the smoke setting."""
+    pytest = [PY_OLDEST, "-m", "pytest", "-p", "no:cacheprovider"]
+    return [[*pytest, "-m", "not notebook", "tests", *args], [*pytest, OLDEST_SMOKE, *args]]
+
+
+def oldest_check(args: list[str]) -> int:
+    setup_oldest()
+    env = _venv_env(VENV_OLDEST)
+    env["COURSE_OFFLINE"] = "1"
+    env["COURSE_CONSTRAINTS"] = CONSTRAINTS_OLDEST.name  # what the tests compare the venv with
+    say(f"oldest supported versions ({CONSTRAINTS_OLDEST.name}): unit tests, then {OLDEST_SMOKE.split('[')[1][:-1]}")
+    for cmd in oldest_test_commands(args):
+        rc = subprocess.run([str(c) for c in cmd], cwd=ROOT, env=env).returncode
+        if rc != 0:
+            return rc
+    return 0
+
+
 def test(args: list[str]) -> int:
+    """The suite on .venv, then the oldest-versions check; ``--newest`` or ``--oldest``: only one.
+
+    Other arguments go to pytest (for ``--oldest``, to both of its runs).
+    """
+    if "--oldest" in args:
+        return oldest_check([a for a in args if a != "--oldest"])
+    if "--newest" in args:
+        return suite([a for a in args if a != "--newest"])
+    rc = suite(args)
+    return rc if rc != 0 else oldest_check([])
+
+
+def suite(args: list[str]) -> int:
     setup()
     env = _venv_env()
     env["COURSE_OFFLINE"] = "1"  # no test ever needs the network
@@ -191,23 +270,80 @@ def lock_lines(freeze: str) -> list[str]:
     return lines
 
 
+OLDEST_HEADER = """\
+# constraints-oldest.txt -- the oldest versions the course supports, frozen from .venv-oldest.
+# Frozen on {python}. Every runtime dependency in pyproject.toml is at the floor of
+# its range (a test checks it); the dev tools and what the packages pull in are at the newest
+# versions that install with them.
+# `python3 tasks.py test` (after the suite) and `python3 tasks.py test --oldest` install
+# `-e .[dev] -c constraints-oldest.txt` into .venv-oldest and run the unit tests and one notebook there.
+# Regenerate after changing a floor in pyproject.toml: `python3 tasks.py lock --oldest`.
+"""
+
+
+def floor_pins(dependencies: list[str]) -> list[str]:
+    """``name==floor`` for each requirement with a ``>=`` lower bound: the oldest versions it allows."""
+    pins = []
+    for spec in dependencies:
+        match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)[^;]*?>=\s*([0-9][0-9A-Za-z.]*)", spec)
+        if match:
+            pins.append(f"{match.group(1)}=={match.group(2)}")
+    return pins
+
+
+def _runtime_dependencies() -> list[str]:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        try:
+            import tomli as tomllib
+        except ModuleNotFoundError:
+            sys.exit("`python3 tasks.py lock --oldest` reads pyproject.toml: run it with Python 3.11+")
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        return tomllib.load(f)["project"]["dependencies"]
+
+
+def _freeze(py: Path) -> tuple[list[str], str]:
+    """The venv's pinned versions (see :func:`lock_lines`) and which Python and platform it runs."""
+    freeze = subprocess.run([py, "-m", "pip", "freeze", "--exclude-editable"], check=True,
+                            capture_output=True, text=True).stdout
+    python = subprocess.run(
+        [py, "-c", "import platform; print(f'Python {platform.python_version()}, "
+                   "{platform.system()} {platform.machine()}')"],
+        check=True, capture_output=True, text=True).stdout.strip()
+    return lock_lines(freeze), python
+
+
+def lock_oldest() -> int:
+    """Build .venv-oldest afresh with each runtime dependency at its floor; freeze it."""
+    floors = floor_pins(_runtime_dependencies())
+    shutil.rmtree(VENV_OLDEST, ignore_errors=True)
+    make_venv(VENV_OLDEST)
+    say(f"installing the floors of pyproject's ranges into {VENV_OLDEST.name}: {', '.join(floors)}")
+    floors_file = VENV_OLDEST / "floors.txt"
+    floors_file.write_text("\n".join(floors) + "\n")
+    run([PY_OLDEST, "-m", "pip", "install", "-q", "--upgrade", "pip"])
+    run([PY_OLDEST, "-m", "pip", "install", "-q", "-e", f"{ROOT}[dev]", "-c", floors_file])
+    lines, python = _freeze(PY_OLDEST)
+    CONSTRAINTS_OLDEST.write_text(OLDEST_HEADER.format(python=python) + "\n".join(lines) + "\n")
+    say(f"wrote {CONSTRAINTS_OLDEST.name}: {len(lines)} pinned versions ({python}); "
+        "`python3 tasks.py test --oldest` installs them")
+    return 0
+
+
 def lock(args: list[str]) -> int:
-    if args not in ([], ["--upgrade"]):
-        print("usage: python3 tasks.py lock [--upgrade]", file=sys.stderr)
+    if args not in ([], ["--upgrade"], ["--oldest"]):
+        print("usage: python3 tasks.py lock [--upgrade | --oldest]", file=sys.stderr)
         return 2
+    if args == ["--oldest"]:
+        return lock_oldest()
     if args:
         make_venv()
         say("installing the newest versions pyproject.toml allows")
         run([PY, "-m", "pip", "install", "-q", "--upgrade", "--upgrade-strategy", "eager", "-e", f"{ROOT}[dev]"])
     elif not PY.exists():
         setup()
-    freeze = subprocess.run([PY, "-m", "pip", "freeze", "--exclude-editable"], check=True,
-                            capture_output=True, text=True).stdout
-    python = subprocess.run(
-        [PY, "-c", "import platform; print(f'Python {platform.python_version()}, "
-                   "{platform.system()} {platform.machine()}')"],
-        check=True, capture_output=True, text=True).stdout.strip()
-    lines = lock_lines(freeze)
+    lines, python = _freeze(PY)
     CONSTRAINTS.write_text(LOCK_HEADER.format(python=python) + "\n".join(lines) + "\n")
     say(f"wrote {CONSTRAINTS.name}: {len(lines)} pinned versions ({python})")
     return 0

@@ -120,6 +120,17 @@ def test_tfds_reachable_times_out_fast(monkeypatch):
     assert time.perf_counter() - start < 2.0
 
 
+def test_installed_tfds_is_usable(tmp_path):
+    """The versions pyproject.toml allows give a working TFDS: the offline path hides a broken one
+    (tensorflow-metadata 1.21 with protobuf < 6 did), so this test checks it directly."""
+    if importlib.util.find_spec("tensorflow_datasets") is None:
+        pytest.skip("tensorflow-datasets is not installed (the offline path does not need it)")
+    builder, problem = datasets._tfds_builder("fashion_mnist", str(tmp_path))
+    assert problem is None, problem
+    assert builder.is_prepared() is False
+    assert builder.info.features["label"].num_classes == 10
+
+
 # --- a broken tensorflow-datasets must not take the other sources down --------
 
 class HalfLoadedTfds(types.ModuleType):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -65,6 +66,18 @@ def test_committed_outputs_come_from_a_clean_run(path):
             assert not [o for o in cell.outputs if o.get("name") == "stderr"], "stderr in a checked cell"
 
 
+def test_kernel_python3_is_this_environments():
+    """The notebooks run on the kernel named python3: it must be the Python running the tests (set-up
+    installs it into each venv), or a smoke run would test another environment's versions."""
+    from jupyter_client.kernelspec import NATIVE_KERNEL_NAME, KernelSpecManager
+
+    assert NATIVE_KERNEL_NAME == "python3"
+    python = KernelSpecManager().get_kernel_spec("python3").argv[0]
+    python = python if os.path.isabs(python) else shutil.which(python) or python  # "python": first on PATH
+    assert os.path.dirname(os.path.abspath(python)) == os.path.dirname(os.path.abspath(sys.executable))
+
+
+@pytest.mark.notebook
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_runs_in_smoke_setting(path, tmp_path, notebook_data_env, monkeypatch):
     for key, value in notebook_data_env.items():
@@ -76,6 +89,7 @@ def test_runs_in_smoke_setting(path, tmp_path, notebook_data_env, monkeypatch):
     assert all(c.execution_count for c in executed.cells if c.cell_type == "code")
 
 
+@pytest.mark.notebook
 def test_nbval_fails_when_a_checked_output_changes(tmp_path, notebook_data_env):
     """The suite's nbval run compares checked cells with committed outputs: prove a change is caught."""
     path = ROOT / "notebooks" / "01_strategies_overview.ipynb"
@@ -109,6 +123,7 @@ def test_ci_runs_exactly_the_readme_test_command():
     assert [line for line in ci.splitlines() if "tasks.py" in line] == ["exec python3 tasks.py test"]
 
 
+@pytest.mark.notebook
 def test_course_runner_prints_a_progress_line_per_notebook(tmp_path, notebook_data_env):
     runner = ROOT / "tools" / "run_notebooks.py"
     env = dict(os.environ, **notebook_data_env)

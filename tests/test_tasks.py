@@ -19,6 +19,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
+from packaging.version import Version
 
 import notebook_metadata as nm
 from notebook_params import ROOT, course_notebooks
@@ -41,9 +42,13 @@ def _pyproject() -> dict:
         return tomllib.load(f)
 
 
-def _constraints() -> dict[str, str]:
+# The constraints file the running venv was installed from: `tasks.py test --oldest` names its own.
+VENV_CONSTRAINTS = os.environ.get("COURSE_CONSTRAINTS", "constraints.txt")
+
+
+def _constraints(name: str = "constraints.txt") -> dict[str, str]:
     pins = {}
-    for line in (ROOT / "constraints.txt").read_text().splitlines():
+    for line in (ROOT / name).read_text().splitlines():
         if line and not line.startswith("#"):
             name, _, pinned = line.partition("==")
             assert pinned and re.fullmatch(r"[\w.+!-]+", pinned), f"not an exact pin: {line}"
@@ -58,6 +63,7 @@ def test_usage_lists_every_command(capsys):
     usage = capsys.readouterr().out
     for command in ("course", "test", "lab", "setup", "links", "lock"):
         assert f"python3 tasks.py {command}" in usage
+    assert "--oldest" in usage and "--newest" in usage
 
 
 def test_setup_digest_covers_pyproject_and_constraints(tmp_path):
@@ -98,6 +104,98 @@ def test_setup_falls_back_to_ranges_where_the_pins_do_not_install(monkeypatch):
     assert [("-c" in c) for c in calls] == [True, False] and calls[1][-1] == f"{ROOT}[dev]"
 
 
+def test_setup_digest_of_the_oldest_venv_covers_its_own_constraints(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[project]\n")
+    (tmp_path / "constraints-oldest.txt").write_text("numpy==1.26.0\n")
+    first = tasks.setup_digest(tmp_path, tasks.OLDEST_INPUTS)
+    (tmp_path / "constraints.txt").write_text("numpy==2.0.0\n")
+    assert tasks.setup_digest(tmp_path, tasks.OLDEST_INPUTS) == first, "constraints.txt is not its input"
+    (tmp_path / "constraints-oldest.txt").write_text("numpy==1.26.1\n")
+    assert tasks.setup_digest(tmp_path, tasks.OLDEST_INPUTS) != first
+
+
+def _record_commands(monkeypatch):
+    calls = []
+
+    def fake_run(cmd, *args, **kwargs):
+        calls.append(([str(c) for c in cmd], kwargs.get("env")))
+        return subprocess.CompletedProcess(cmd, 0)
+
+    monkeypatch.setattr(tasks.subprocess, "run", fake_run)
+    return calls
+
+
+def test_oldest_setup_installs_exactly_the_oldest_pins_once(monkeypatch, tmp_path):
+    venv_dir = tmp_path / ".venv-oldest"
+    py = tasks.venv_python(venv_dir)
+    monkeypatch.setattr(tasks, "VENV_OLDEST", venv_dir)
+    monkeypatch.setattr(tasks, "PY_OLDEST", py)
+    made = []
+    monkeypatch.setattr(tasks, "make_venv", lambda d=tasks.VENV: (made.append(d), d.mkdir(exist_ok=True)))
+    calls = _record_commands(monkeypatch)
+    tasks.setup_oldest()
+    assert made == [venv_dir]
+    assert [c for c, _ in calls] == [
+        [str(py), "-m", "pip", "install", "-q", "--upgrade", "pip"],
+        [str(py), "-m", "pip", "install", "-q", "-e", f"{ROOT}[dev]", "-c", str(ROOT / "constraints-oldest.txt")],
+        [str(py), "-m", "ipykernel", "install", "--sys-prefix", "--name", "python3",
+         "--display-name", "Python 3 (distributed-training-course)"],
+    ]
+    assert (venv_dir / ".course-installed").read_text() == tasks.setup_digest(ROOT, tasks.OLDEST_INPUTS)
+    calls.clear()
+    tasks.setup_oldest()
+    assert calls == [], "stamp up to date: no re-install"
+
+
+def test_oldest_check_runs_the_unit_tests_then_one_notebook_in_the_oldest_venv(monkeypatch):
+    monkeypatch.setattr(tasks, "setup_oldest", lambda: None)
+    calls = _record_commands(monkeypatch)
+    assert tasks.main(["test", "--oldest"]) == 0
+    py = str(ROOT / ".venv-oldest" / "bin" / "python")
+    assert [c for c, _ in calls] == [
+        [py, "-m", "pytest", "-p", "no:cacheprovider", "-m", "not notebook", "tests"],
+        [py, "-m", "pytest", "-p", "no:cacheprovider",
+         "tests/test_notebooks.py::test_runs_in_smoke_setting[notebooks/01_strategies_overview.ipynb]"],
+    ]
+    for _, env in calls:
+        assert env["PATH"].split(os.pathsep)[0] == str(ROOT / ".venv-oldest" / "bin"), \
+            "the kernel named python3 must be the oldest venv's"
+        assert env["VIRTUAL_ENV"] == str(ROOT / ".venv-oldest")
+        assert env["COURSE_OFFLINE"] == "1" and env["COURSE_CONSTRAINTS"] == "constraints-oldest.txt"
+
+
+def test_oldest_smoke_names_a_test_that_exists():
+    path, _, test_id = tasks.OLDEST_SMOKE.partition("::")
+    name, _, notebook = test_id.partition("[")
+    assert f"def {name}(" in (ROOT / path).read_text()
+    assert ROOT / notebook.rstrip("]") in course_notebooks()
+
+
+def test_test_runs_the_suite_then_the_oldest_check(monkeypatch):
+    calls = []
+    monkeypatch.setattr(tasks, "suite", lambda args: calls.append(("suite", args)) or suite_rc[0])
+    monkeypatch.setattr(tasks, "oldest_check", lambda args: calls.append(("oldest", args)) or 0)
+    suite_rc = [0]
+    assert tasks.main(["test"]) == 0 and calls == [("suite", []), ("oldest", [])]
+    calls.clear()
+    assert tasks.main(["test", "-x", "tests/test_idx.py"]) == 0
+    assert calls == [("suite", ["-x", "tests/test_idx.py"]), ("oldest", [])], "pytest arguments: the suite's"
+    calls.clear()
+    assert tasks.main(["test", "--newest", "-x"]) == 0 and calls == [("suite", ["-x"])]
+    calls.clear()
+    assert tasks.main(["test", "--oldest", "-x"]) == 0 and calls == [("oldest", ["-x"])]
+    calls.clear()
+    suite_rc[0] = 1
+    assert tasks.main(["test"]) == 1 and calls == [("suite", [])], "a failed suite stops there"
+
+
+def test_floor_pins_are_the_lower_bounds():
+    deps = ["tensorflow>=2.16.1,<2.22", "keras>=3.10,<4", "numpy >= 1.26", "tomli>=2; python_version < '3.11'",
+            "course-utils[dev]>=0.1", "nolower<2", "exact==1.0"]
+    assert tasks.floor_pins(deps) == ["tensorflow==2.16.1", "keras==3.10", "numpy==1.26", "tomli==2",
+                                      "course-utils==0.1"]
+
+
 def test_lock_lines_drop_course_utils_and_urls():
     freeze = "absl-py==2.5.1\ncourse-utils==0.1.0\ncourse_utils==0.1.0\n-e git+x#egg=y\n" \
              "foo @ file:///tmp/foo.whl\n\nzipp==4.1.2\n"
@@ -136,8 +234,40 @@ def test_constraints_pin_every_dependency_within_pyproject_ranges():
         assert req.specifier.contains(pins[name], prereleases=True), f"{name}=={pins[name]} is outside {req}"
 
 
+def test_oldest_constraints_pin_the_floors_of_pyproject_ranges():
+    """constraints-oldest.txt holds the lowest versions pyproject.toml declares, so the oldest check tests them."""
+    text = (ROOT / "constraints-oldest.txt").read_text()
+    header = "\n".join(line for line in text.splitlines() if line.startswith("#"))
+    assert "python3 tasks.py lock --oldest" in header and "python3 tasks.py test --oldest" in header
+    pins = _constraints("constraints-oldest.txt")
+    assert "course-utils" not in pins
+    project = _pyproject()["project"]
+    for spec in project["dependencies"]:
+        req = Requirement(spec)
+        name = canonicalize_name(req.name)
+        floors = [s.version for s in req.specifier if s.operator == ">="]
+        assert name in pins, f"constraints-oldest.txt does not pin {name}: run `python3 tasks.py lock --oldest`"
+        assert len(floors) == 1, f"{spec}: a runtime dependency needs one lower bound (the oldest version tested)"
+        assert Version(pins[name]) == Version(floors[0]), \
+            f"{name}=={pins[name]} is not the floor of {spec}: run `python3 tasks.py lock --oldest`"
+    for spec in project["optional-dependencies"]["dev"]:
+        req = Requirement(spec)
+        if req.marker and not req.marker.evaluate():
+            continue
+        name = canonicalize_name(req.name)
+        assert req.specifier.contains(pins[name], prereleases=True), f"{name}=={pins[name]} is outside {req}"
+    for name in ("tensorflow", "keras", "tf-keras", "tensorboard"):
+        assert name in pins
+    same_minor = {Version(pins[n]).release[:2] for n in ("tensorflow", "tf-keras", "tensorboard")}
+    assert len(same_minor) == 1, "tf-keras and tensorboard share tensorflow's minor version"
+
+
+def test_oldest_venv_is_not_committed():
+    assert ".venv-oldest/" in (ROOT / ".gitignore").read_text().splitlines()
+
+
 def test_venv_has_the_locked_versions_of_the_dependencies():
-    pins = _constraints()
+    pins = _constraints(VENV_CONSTRAINTS)
     project = _pyproject()["project"]
     for spec in project["dependencies"] + project["optional-dependencies"]["dev"]:
         req = Requirement(spec)
@@ -148,7 +278,7 @@ def test_venv_has_the_locked_versions_of_the_dependencies():
         except PackageNotFoundError:
             pytest.fail(f"{req.name} is not installed: run `python3 tasks.py setup`")
         assert installed == pins[canonicalize_name(req.name)], \
-            f"{req.name} {installed} differs from constraints.txt: `python3 tasks.py setup` or `tasks.py lock`"
+            f"{req.name} {installed} differs from {VENV_CONSTRAINTS}: `python3 tasks.py setup` or `tasks.py lock`"
 
 
 # --- run metadata ---------------------------------------------------------------------------------
@@ -236,6 +366,7 @@ def test_readme_wall_times_equal_the_notebooks_metadata():
         "README's wall times differ from the notebooks' metadata: run `python3 tasks.py course`"
 
 
+@pytest.mark.notebook
 def test_course_runner_strips_run_metadata_and_leaves_readme_alone_in_smoke_mode(tmp_path, notebook_data_env):
     readme = (ROOT / "README.md").read_bytes()
     env = dict(os.environ, **notebook_data_env)

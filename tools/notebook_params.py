@@ -6,6 +6,7 @@ from pathlib import Path
 
 import nbformat
 import papermill as pm
+from papermill.iorw import load_notebook_node
 from papermill.parameterize import parameterize_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,9 +42,7 @@ def smoke_parameters(path: Path) -> dict:
 def smoke_notebook(path: Path) -> nbformat.NotebookNode:
     """The committed notebook, outputs kept, with papermill's injected-parameters cell for the smoke setting.
 
-    The course command strips papermill's run metadata from committed notebooks, and
-    ``parameterize_notebook`` expects ``metadata.papermill`` to exist: recreate it empty.
+    Loaded with papermill's own loader, which adds the metadata its parameterizer expects (the
+    course command strips papermill's run metadata from committed notebooks).
     """
-    nb = nbformat.read(path, as_version=4)
-    nb.metadata.setdefault("papermill", {})
-    return parameterize_notebook(nb, smoke_parameters(path))
+    return parameterize_notebook(load_notebook_node(str(path)), smoke_parameters(path))
