@@ -134,15 +134,23 @@ def _install_kernel(py: Path) -> None:
         stdout=subprocess.DEVNULL)
 
 
+def _provision(venv_dir: Path, inputs: tuple[str, ...], install, what: str) -> None:
+    """Create ``venv_dir`` and install into it, unless its stamp says ``inputs`` are unchanged."""
+    make_venv(venv_dir)
+    stamp = venv_dir / STAMP_NAME
+    digest = setup_digest(ROOT, inputs)
+    if stamp.exists() and stamp.read_text() == digest:
+        return
+    say(f"installing {what} into {venv_dir.name} (first time: a few minutes)")
+    py = venv_python(venv_dir)
+    run([py, "-m", "pip", "install", "-q", "--upgrade", "pip"])
+    install()
+    _install_kernel(py)
+    stamp.write_text(digest)
+
+
 def setup() -> None:
-    make_venv()
-    digest = setup_digest()
-    if not (STAMP.exists() and STAMP.read_text() == digest):
-        say("installing course_utils and its dependencies into .venv (first time: a few minutes)")
-        run([PY, "-m", "pip", "install", "-q", "--upgrade", "pip"])
-        _install_course()
-        _install_kernel(PY)
-        STAMP.write_text(digest)
+    _provision(VENV, SETUP_INPUTS, _install_course, "course_utils and its dependencies")
     if not FASHION_MNIST.exists():
         if _apt_install("dataset-fashion-mnist"):
             say("installed Debian's dataset-fashion-mnist (offline Fashion-MNIST)")
@@ -154,17 +162,8 @@ def setup_oldest() -> None:
     """Like :func:`setup`, for ``.venv-oldest`` and ``constraints-oldest.txt`` (its own stamp)."""
     if not CONSTRAINTS_OLDEST.exists():
         sys.exit(f"{CONSTRAINTS_OLDEST.name} is missing: run `python3 tasks.py lock --oldest`")
-    make_venv(VENV_OLDEST)
-    stamp = VENV_OLDEST / STAMP_NAME
-    digest = setup_digest(ROOT, OLDEST_INPUTS)
-    if stamp.exists() and stamp.read_text() == digest:
-        return
-    say(f"installing the oldest supported versions ({CONSTRAINTS_OLDEST.name}) into {VENV_OLDEST.name} "
-        "(first time: a few minutes)")
-    run([PY_OLDEST, "-m", "pip", "install", "-q", "--upgrade", "pip"])
-    run(oldest_install_command())
-    _install_kernel(PY_OLDEST)
-    stamp.write_text(digest)
+    _provision(VENV_OLDEST, OLDEST_INPUTS, lambda: run(oldest_install_command()),
+               f"the oldest supported versions ({CONSTRAINTS_OLDEST.name})")
 
 
 def _venv_env(venv_dir: Path = VENV) -> dict[str, str]:

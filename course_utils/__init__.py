@@ -11,7 +11,7 @@ One small module per concern:
 - :mod:`course_utils.checkpoints` -- find and load checkpoints, with errors that say what to do.
 - :mod:`course_utils.compare`   -- gradients and weights of two runs: scale, angle, max difference.
 - :mod:`course_utils.timing`    -- a stopwatch, interleaved repeats, median and spread tables.
-- :mod:`course_utils.plots`     -- training curves, bar charts, median bars with min-max whiskers.
+- :mod:`course_utils.plots`     -- training curves, median bars with min-max whiskers.
 
 The ``tf.distribute`` calls that the course teaches stay in the notebooks.
 Modules import TensorFlow lazily where they can, so that

@@ -36,23 +36,6 @@ def plot_history(history, metrics: Sequence[str] = ("loss", "accuracy"), title: 
     return fig
 
 
-def plot_bars(values: Mapping[str, float], ylabel: str, title: str | None = None, fmt: str = "{:.0f}"):
-    """A labelled bar chart of ``{label: value}``, each bar annotated with its value."""
-    import matplotlib.pyplot as plt  # noqa: PLC0415
-
-    if not values:
-        raise ValueError("plot_bars needs at least one value")
-    fig, ax = plt.subplots(figsize=(max(4, 1.6 * len(values)), 3.5))
-    bars = ax.bar(list(values), list(values.values()), color="tab:blue")
-    ax.bar_label(bars, labels=[fmt.format(v) for v in values.values()])
-    ax.set_ylabel(ylabel)
-    ax.margins(y=0.15)
-    if title:
-        ax.set_title(title)
-    fig.tight_layout()
-    return fig
-
-
 def plot_medians(groups: Mapping[str, Mapping[str, Sequence[float]]], ylabel: str, title: str | None = None):
     """Median bars with min-max whiskers: one panel per group, one bar per variant.
 

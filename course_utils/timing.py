@@ -1,8 +1,9 @@
-"""Wall-clock timing and throughput arithmetic for side-by-side measurements."""
+"""Wall-clock timing for side-by-side measurements: interleaved repeats, median and spread."""
 
 from __future__ import annotations
 
 import time
+from statistics import median  # re-exported: notebooks call timing.median
 
 
 class Stopwatch:
@@ -40,18 +41,6 @@ def throughput(examples: int, seconds: float) -> float:
     return examples / seconds
 
 
-def ratio_table(results: dict[str, float], baseline: str, unit: str = "images/s") -> str:
-    """Format ``{name: value}`` as aligned lines with each value's ratio to ``baseline``."""
-    if baseline not in results:
-        raise KeyError(f"baseline {baseline!r} is not one of {sorted(results)}")
-    base = results[baseline]
-    width = max(len(name) for name in results)
-    lines = []
-    for name, value in results.items():
-        lines.append(f"{name:<{width}}  {value:10.1f} {unit}  {value / base:5.2f}x {baseline}")
-    return "\n".join(lines)
-
-
 def interleaved_rates(variants: dict, examples: int, rounds: int, warmup: int = 1) -> dict[str, list[float]]:
     """Time ``{name: run_once}`` side by side; return each variant's throughput per run.
 
@@ -73,14 +62,6 @@ def interleaved_rates(variants: dict, examples: int, rounds: int, warmup: int = 
             run_once()
             rates[name].append(throughput(examples, time.perf_counter() - start))
     return rates
-
-
-def median(values) -> float:
-    ordered = sorted(values)
-    if not ordered:
-        raise ValueError("median of no values")
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
 def spread_table(rates: dict, baseline: str, unit: str = "images/s") -> str:

@@ -25,15 +25,6 @@ def test_history_plot_accepts_keras_history_and_reports_missing_metric():
         plots.plot_history(History(), ["loss", "accuracy"])
 
 
-def test_bar_chart_labels_each_bar():
-    fig = plots.plot_bars({"1 device": 450.0, "2 devices": 812.4}, ylabel="images/s")
-    (ax,) = fig.axes
-    assert [p.get_height() for p in ax.patches] == [450.0, 812.4]
-    assert [t.get_text() for t in ax.texts] == ["450", "812"]
-    with pytest.raises(ValueError):
-        plots.plot_bars({}, ylabel="x")
-
-
 def test_median_bars_with_min_max_whiskers():
     groups = {"batch 64": {"naive": [100.0, 50.0, 110.0], "tuned": [120.0, 130.0, 125.0]},
               "batch 8": {"naive": [10.0, 12.0, 11.0], "tuned": [30.0, 28.0, 29.0]}}

@@ -2,7 +2,7 @@ import time
 
 import pytest
 
-from course_utils.timing import Stopwatch, interleaved_rates, median, ratio_table, spread_table, throughput
+from course_utils.timing import Stopwatch, interleaved_rates, median, spread_table, throughput
 
 
 def test_stopwatch_measures_elapsed_time():
@@ -21,15 +21,6 @@ def test_throughput():
         throughput(10, 0)
     with pytest.raises(ValueError):
         throughput(-1, 1.0)
-
-
-def test_ratio_table():
-    table = ratio_table({"one device": 400.0, "two devices": 600.0}, baseline="one device")
-    first, second = table.splitlines()
-    assert first == "one device        400.0 images/s   1.00x one device"
-    assert second == "two devices       600.0 images/s   1.50x one device"
-    with pytest.raises(KeyError, match="baseline"):
-        ratio_table({"a": 1.0}, baseline="b")
 
 
 def test_interleaved_rates_warm_up_then_alternate():
