@@ -12,6 +12,11 @@ One small module per concern:
 - :mod:`course_utils.compare`   -- gradients and weights of two runs: scale, angle, max difference.
 - :mod:`course_utils.timing`    -- a stopwatch, interleaved repeats, median and spread tables.
 - :mod:`course_utils.plots`     -- training curves, median bars with min-max whiskers.
+- :mod:`course_utils.tf_config` -- build ``TF_CONFIG`` on free local ports, and check any you are given.
+- :mod:`course_utils.processes` -- child processes in their own groups, always stopped (never left running).
+- :mod:`course_utils.task_output` -- the tasks' output: TensorFlow's log noise, progress, status lines.
+- :mod:`course_utils.cluster`   -- run a cluster's tasks as local processes, with faults and restarts.
+- :mod:`course_utils.scaling`   -- time 1 worker against N over per-worker batch sizes.
 
 The ``tf.distribute`` calls that the course teaches stay in the notebooks.
 Modules import TensorFlow lazily where they can, so that

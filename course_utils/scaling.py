@@ -1,0 +1,136 @@
+"""How ``MultiWorkerMirroredStrategy`` scales on this machine: 1 worker vs N, over per-worker batch sizes.
+
+Two halves:
+
+- run as a script (:func:`worker_main`), each task of a cluster trains the course's CNN with a custom
+  loop and times it at each per-worker batch size in ``--batches``: warm-up steps first, then
+  ``--images`` images per worker, and prints one ``RESULT {json}`` line per batch size;
+- :func:`measure` runs that script with :func:`course_utils.cluster.run` on 1 worker and on N workers
+  (one core and one thread each, so N workers have N times the hardware of one), alternating them
+  for ``rounds`` rounds, and :class:`Scaling` reports median, spread, speed-up and efficiency.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+RESULT = "RESULT "
+
+
+def worker_main(argv=None) -> None:
+    """One task of the timing cluster (``TF_CONFIG`` set by the launcher)."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--batches", default="32,64,128,256,512", help="per-worker batch sizes, comma-separated")
+    parser.add_argument("--images", type=int, default=4096, help="timed images per worker per batch size")
+    parser.add_argument("--warmup", type=int, default=3, help="untimed steps per batch size")
+    args = parser.parse_args(argv)
+    batches = [int(b) for b in args.batches.split(",")]
+
+    import keras  # noqa: PLC0415
+    import tensorflow as tf  # noqa: PLC0415
+
+    from course_utils import datasets, devices, models  # noqa: PLC0415
+
+    devices.quiet_tensorflow()
+
+    ring = tf.distribute.experimental.CommunicationImplementation.RING
+    strategy = tf.distribute.MultiWorkerMirroredStrategy(
+        communication_options=tf.distribute.experimental.CommunicationOptions(implementation=ring))
+    workers = strategy.num_replicas_in_sync
+    train = datasets.load("fashion_mnist", "train", limit=max(batches) * workers * 4, verbose=False)
+    with strategy.scope():
+        model, optimizer = models.build_cnn(train.image_shape, train.num_classes), keras.optimizers.Adam()
+    per_example = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None)
+
+    for batch in batches:
+        global_batch = batch * workers
+
+        def dataset_fn(context):
+            ds = train.dataset.shard(context.num_input_pipelines, context.input_pipeline_id)
+            ds = ds.map(lambda x, y: (tf.cast(x, tf.float32) / 255.0, y)).cache().repeat()
+            return ds.batch(context.get_per_replica_batch_size(global_batch), drop_remainder=True).prefetch(2)
+
+        iterator = iter(strategy.distribute_datasets_from_function(dataset_fn))
+
+        @tf.function
+        def train_step(images, labels):
+            with tf.GradientTape() as tape:
+                loss = tf.nn.compute_average_loss(per_example(labels, model(images, training=True)),
+                                                  global_batch_size=global_batch)
+            gradients = tape.gradient(loss, model.trainable_variables)
+            optimizer.apply_gradients(zip(gradients, model.trainable_variables))
+            return loss
+
+        def step():
+            return strategy.run(train_step, args=next(iterator))
+
+        for _ in range(args.warmup):
+            float(strategy.experimental_local_results(step())[0])
+        steps = max(8, args.images // batch)
+        start = time.perf_counter()
+        for _ in range(steps):
+            loss = step()
+        float(strategy.experimental_local_results(loss)[0])  # wait for the last step
+        seconds = time.perf_counter() - start
+        print(f"batch {batch} step {steps}", flush=True)
+        print(RESULT + json.dumps({"workers": workers, "per_worker_batch": batch, "steps": steps,
+                                   "seconds": seconds, "images_per_s": steps * global_batch / seconds}), flush=True)
+
+
+@dataclass
+class Scaling:
+    """``rates[workers][per_worker_batch]``: images/s (all workers together), one per round."""
+
+    rates: dict
+
+    def median(self, workers: int, batch: int) -> float:
+        return statistics.median(self.rates[workers][batch])
+
+    def efficiency(self, workers: int, batch: int) -> float:
+        """Speed-up over one worker divided by the worker count (1.0: perfect scaling)."""
+        return self.median(workers, batch) / self.median(1, batch) / workers
+
+    def best(self, workers: int) -> int:
+        """The per-worker batch with the highest efficiency for ``workers``."""
+        return max(self.rates[workers], key=lambda b: self.efficiency(workers, b))
+
+    def table(self) -> str:
+        many = max(self.rates)
+        rows = [f"{'per-worker batch':>16} {'1 worker, images/s':>24} {f'{many} workers, images/s':>24}"
+                f" {'speed-up':>9} {'efficiency':>11}"]
+        for batch in sorted(self.rates[1]):
+            cells = []
+            for n in (1, many):
+                values = self.rates[n][batch]
+                cells.append(f"{statistics.median(values):,.0f} ({min(values):,.0f}-{max(values):,.0f})")
+            rows.append(f"{batch:>16} {cells[0]:>24} {cells[1]:>24} {self.efficiency(many, batch) * many:>8.2f}x"
+                        f" {self.efficiency(many, batch):>10.0%}")
+        return "\n".join(rows)
+
+
+def measure(workers: int = 2, batches=(32, 64, 128, 256, 512), images: int = 4096, rounds: int = 2,
+            log_dir="logs/scaling", show: str = "status", threads: int | None = 1) -> Scaling:
+    """Time 1 worker and ``workers`` workers, alternating, ``rounds`` times (one launch each), each
+    worker with ``threads`` threads on a core of its own (``None``: TensorFlow's defaults, any core)."""
+    from course_utils import cluster  # noqa: PLC0415
+
+    rates: dict = {1: {b: [] for b in batches}, workers: {b: [] for b in batches}}
+    for round_ in range(rounds):
+        for n in (1, workers):
+            run = cluster.run(None, module=__name__, workers=n, threads=threads, show=show, log_dir=Path(log_dir) / f"round{round_}-{n}w",
+                              args=["--batches", ",".join(map(str, batches)), "--images", images])
+            chief = run.latest()[0].log_path.read_text().splitlines()
+            for line in chief:
+                if line.startswith(RESULT):
+                    found = json.loads(line[len(RESULT):])
+                    rates[n][found["per_worker_batch"]].append(found["images_per_s"])
+    return Scaling(rates)
+
+
+if __name__ == "__main__":
+    worker_main()
