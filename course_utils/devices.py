@@ -109,7 +109,7 @@ def plan_devices(n: int, num_physical_gpus: int, gpu_memory_mb: int = 1024) -> D
     if not isinstance(num_physical_gpus, int) or num_physical_gpus < 0:
         raise ValueError(f"num_physical_gpus must be a non-negative integer, got {num_physical_gpus!r}")
     if num_physical_gpus == 0:
-        return DevicePlan("cpu", n, f"No GPU found: simulating {n} devices with logical CPU devices")
+        return DevicePlan("cpu", n, f"No GPU found: simulating {_plural(n, 'device')} with logical CPU devices")
     if num_physical_gpus == n:
         return DevicePlan("gpu", n, f"Using {_plural(n, 'real GPU')}")
     if num_physical_gpus > n:

@@ -21,7 +21,10 @@ SMOKE = {
     "PER_REPLICA_BATCH": 32,
     "TIMING_STEPS": 4,
     "TIMING_EPOCHS": 1,
+    "TIMING_ROUNDS": 1,
     "STEPS_PER_CALL": 2,
+    "SCALING_BATCHES": [16, 32],
+    "SCALING_IMAGES": 256,
 }
 
 
