@@ -78,6 +78,7 @@ def test_kernel_python3_is_this_environments():
 
 
 @pytest.mark.notebook
+@pytest.mark.smoke_run
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_runs_in_smoke_setting(path, tmp_path, notebook_data_env, monkeypatch):
     for key, value in notebook_data_env.items():
