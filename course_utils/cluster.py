@@ -135,14 +135,15 @@ def visible_gpus() -> int:
     return len(tf.config.list_physical_devices("GPU")) if tf is not None else 0
 
 
-def run(script, *, module: str | None = None, cluster: dict | None = None, workers: int = 2, evaluator: bool = False, args=(),
-        env: dict | None = None, threads: int | None = None, cpus="auto", log_dir="logs/cluster",
-        timeout: float = 900, start_timeout: float = 180, fail_grace: float = 60, show: str = "lines",
+def run(script, *, module: str | None = None, cluster: dict | None = None, workers: int = 2,
+        evaluator: bool = False, args=(), env: dict | None = None, threads: int | None = None, cpus="auto",
+        log_dir="logs/cluster", timeout: float = 900, start_timeout: float = 180, fail_grace: float = 60,
+        show: str = "lines",
         fault: Fault | None = None, wait_for=("chief", "worker", "evaluator"), check: bool = True,
         stop_grace: float = 5.0, gpus="auto") -> RunResult:
-    """Run ``python script *args`` (or ``python -m module *args``) once per task of ``cluster`` (default: ``workers`` workers on free
-    ports) and wait for the tasks of the types in ``wait_for``; the others (parameter servers) are then
-    stopped. ``show``: ``"lines"`` (prefixed output), ``"status"`` (a line per task) or ``"quiet"``.
+    """Run ``python script *args`` (or ``python -m module *args``) once per task of ``cluster`` (default:
+    ``workers`` workers on free ports) and wait for the tasks of the types in ``wait_for``; the others
+    (parameter servers) are then stopped. ``show``: ``"lines"`` (prefixed output), ``"status"`` (a line per task) or ``"quiet"``.
 
     ``threads`` sets TensorFlow's and OpenMP's thread counts per task; ``cpus``: ``"auto"`` (one core
     per task when ``threads`` is given), ``None`` or a list of core sets, one per task. ``gpus``: the
@@ -156,8 +157,8 @@ def run(script, *, module: str | None = None, cluster: dict | None = None, worke
     members = tfc.tasks(cluster, evaluator=evaluator)
     if not members:
         raise tfc.TFConfigError(f"The cluster {cluster!r} has no tasks.")
-    for kind, i in members:
-        tfc.validate({"cluster": cluster, "task": {"type": kind, "index": i}}, check_ports=True)
+    for k, (kind, i) in enumerate(members):  # the cluster part (and its ports) once, each task's part
+        tfc.validate({"cluster": cluster, "task": {"type": kind, "index": i}}, check_ports=k == 0)
     if show not in ("lines", "status", "quiet"):
         raise ValueError(f"show must be 'lines', 'status' or 'quiet', not {show!r}")
     names = [tfc.task_name(*m) for m in members]
