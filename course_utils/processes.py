@@ -52,6 +52,9 @@ def start(command, *, env: dict, log_path, lines: queue.Queue, tag=None, cpus=No
 
     Each output line goes to ``log_path`` and, as ``(tag, line)``, to ``lines``. ``cpus``: a set of
     cores to pin the process (and every thread it starts) to.
+
+    Call it from a thread that outlives the child (the main thread, or a supervisor thread): Linux
+    sends ``PR_SET_PDEATHSIG`` when the *thread* that started the child ends, not only the process.
     """
     parent = os.getpid()
     proc = subprocess.Popen([str(c) for c in command], env=env, cwd=cwd, stdin=subprocess.DEVNULL,
