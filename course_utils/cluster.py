@@ -190,7 +190,8 @@ class _Launcher:
         self.lines: queue.Queue = queue.Queue()
         self.current: dict[str, tuple] = {}  # name -> (process, TaskResult, reader) of its latest start
         self.result = RunResult(tasks=[])
-        self.board = StatusBoard([tfc.task_name(*m) for m in members], enabled=show == "status")
+        self.by_name = {tfc.task_name(*m): m for m in members}
+        self.board = StatusBoard(list(self.by_name), enabled=show == "status")
 
     def start(self, member, attempt: int) -> None:
         kind, i = member
@@ -267,7 +268,7 @@ class _Launcher:
         self.board.update(fault.task, f"killed by the fault at {task.progress.describe()}")
         if fault.restart == "task":
             self.say(f"[launcher] restarting {fault.task}")
-            self.start(self.members[[tfc.task_name(*m) for m in self.members].index(fault.task)], task.attempt + 1)
+            self.start(self.by_name[fault.task], task.attempt + 1)
         return fault.restart
 
     def run(self, timeout, start_timeout, fail_grace, fault, wait_for, check) -> RunResult:

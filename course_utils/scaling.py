@@ -34,7 +34,7 @@ def worker_main(argv=None) -> None:
     import keras  # noqa: PLC0415
     import tensorflow as tf  # noqa: PLC0415
 
-    from course_utils import datasets, devices, models  # noqa: PLC0415
+    from course_utils import datasets, devices, models, pipeline  # noqa: PLC0415
 
     devices.quiet_tensorflow()
 
@@ -52,7 +52,7 @@ def worker_main(argv=None) -> None:
 
         def dataset_fn(context):
             ds = train.dataset.shard(context.num_input_pipelines, context.input_pipeline_id)
-            ds = ds.map(lambda x, y: (tf.cast(x, tf.float32) / 255.0, y)).cache().repeat()
+            ds = ds.map(pipeline.scale_image).cache().repeat()
             return ds.batch(context.get_per_replica_batch_size(global_batch), drop_remainder=True).prefetch(2)
 
         iterator = iter(strategy.distribute_datasets_from_function(dataset_fn))
@@ -107,7 +107,7 @@ class Scaling:
             cells = []
             for n in (1, many):
                 values = self.rates[n][batch]
-                cells.append(f"{statistics.median(values):,.0f} ({min(values):,.0f}-{max(values):,.0f})")
+                cells.append(f"{self.median(n, batch):,.0f} ({min(values):,.0f}-{max(values):,.0f})")
             rows.append(f"{batch:>16} {cells[0]:>24} {cells[1]:>24} {self.efficiency(many, batch) * many:>8.2f}x"
                         f" {self.efficiency(many, batch):>10.0%}")
         return "\n".join(rows)
@@ -122,10 +122,10 @@ def measure(workers: int = 2, batches=(32, 64, 128, 256, 512), images: int = 409
     rates: dict = {1: {b: [] for b in batches}, workers: {b: [] for b in batches}}
     for round_ in range(rounds):
         for n in (1, workers):
-            run = cluster.run(None, module=__name__, workers=n, threads=threads, show=show, log_dir=Path(log_dir) / f"round{round_}-{n}w",
+            run = cluster.run(None, module=__name__, workers=n, threads=threads, show=show,
+                              log_dir=Path(log_dir) / f"round{round_}-{n}w",
                               args=["--batches", ",".join(map(str, batches)), "--images", images])
-            chief = run.latest()[0].log_path.read_text().splitlines()
-            for line in chief:
+            for line in run.latest()[0].log_path.read_text().splitlines():  # worker 0's log
                 if line.startswith(RESULT):
                     found = json.loads(line[len(RESULT):])
                     rates[n][found["per_worker_batch"]].append(found["images_per_s"])
