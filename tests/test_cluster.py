@@ -415,7 +415,7 @@ def test_grandchildren_are_stopped_with_their_task(fake, how):
         result = fake.run(plans, fail_grace=0.2, check=False)
         assert [(t.returncode, t.stopped_by) for t in result.tasks] == [(2, None), (-signal.SIGTERM, "stop")]
     grandchildren = fake.pids("grandchild")
-    assert list(grandchildren) == ["grandchild worker 0", "grandchild worker 1"]
+    assert sorted(grandchildren) == ["grandchild worker 0", "grandchild worker 1"]  # tasks start concurrently
     assert not fake.survivors(), fake.pids()
 
 
