@@ -24,109 +24,13 @@ import shutil
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from course_utils import processes
 from course_utils import tf_config as tfc
-from course_utils.task_output import NOISE, Progress, StatusBoard
-
-
-class ClusterError(RuntimeError):
-    """A run that did not succeed; ``.result`` holds what happened (exit codes, logs)."""
-
-    def __init__(self, message: str, result: "RunResult"):
-        super().__init__(message)
-        self.result = result
-
-
-class TaskFailed(ClusterError):
-    """A task exited with an error (its last lines are in the message)."""
-
-
-class ClusterTimeout(ClusterError):
-    """A task reported no progress in time (it never connected?), or the run exceeded its timeout."""
-
-
-@dataclass(frozen=True)
-class Fault:
-    """Kill ``task`` (SIGKILL to its process group, like a lost machine) once it reports ``epoch`` (and
-    ``step`` within it), or ``after_seconds`` after it started; then restart ``"cluster"`` (all tasks, once
-    every one has exited), ``"task"`` (that task alone) or nothing (``None``)."""
-
-    task: str = "worker 1"
-    epoch: int | None = None
-    step: int | None = None
-    after_seconds: float | None = None
-    restart: str | None = "cluster"
-
-    def due(self, progress: Progress, running_s: float) -> bool:
-        if self.after_seconds is not None and running_s >= self.after_seconds:
-            return True
-        if self.epoch is None or progress.epoch is None:
-            return False
-        return progress.epoch > self.epoch or (progress.epoch == self.epoch and (progress.step or 0) >= (self.step or 0))
-
-
-@dataclass
-class TaskResult:
-    """One process of one attempt: its exit code (negative: killed by that signal), times and log."""
-
-    name: str
-    attempt: int
-    log_path: Path
-    pid: int = 0
-    returncode: int | None = None
-    started: float = 0.0
-    ended: float | None = None
-    stopped_by: str | None = None  # "fault", "stop" (the launcher stopped it) or None (it exited itself)
-    progress: Progress = field(default_factory=Progress)
-
-    @property
-    def wall_s(self) -> float:
-        return (self.ended or time.monotonic()) - self.started
-
-    def last_lines(self, n: int = 12) -> list[str]:
-        """The task's last ``n`` log lines, TensorFlow's log noise left out."""
-        lines = self.log_path.read_text(errors="replace").splitlines() if self.log_path.exists() else []
-        return [line for line in lines if not NOISE.search(line)][-n:]
-
-
-@dataclass
-class RunResult:
-    """Every process the run started, in start order; ``fault_at``: when the fault killed its task."""
-
-    tasks: list[TaskResult]
-    wall_s: float = 0.0
-    fault_at: float | None = None
-
-    def attempt(self, k: int) -> list[TaskResult]:
-        return [t for t in self.tasks if t.attempt == k]
-
-    def latest(self) -> list[TaskResult]:
-        """The last process of each task (after restarts, the restarted one)."""
-        return list({t.name: t for t in self.tasks}.values())
-
-    @property
-    def ok(self) -> bool:
-        """Every task's last process exited with 0, or was stopped after the others finished (a ps)."""
-        last = self.latest()
-        return all(t.returncode == 0 or t.stopped_by == "stop" for t in last) and any(t.returncode == 0 for t in last)
-
-    def noticed_s(self) -> dict[str, float]:
-        """For the attempt a fault hit: seconds from the kill until each other task exited by itself."""
-        if self.fault_at is None:
-            return {}
-        hit = [t for t in self.tasks if t.stopped_by == "fault"][0].attempt
-        return {t.name: t.ended - self.fault_at for t in self.attempt(hit)
-                if t.stopped_by is None and t.ended is not None}
-
-    def table(self) -> str:
-        rows = [f"{'task':<12}{'attempt':>8}{'exit':>6}{'seconds':>9}  log"]
-        for t in self.tasks:
-            how = {"fault": " (fault)", "stop": " (stopped)"}.get(t.stopped_by, "")
-            rows.append(f"{t.name:<12}{t.attempt:>8}{str(t.returncode):>6}{t.wall_s:>9.1f}  {t.log_path}{how}")
-        return "\n".join(rows)
+from course_utils.run_results import (  # noqa: F401 (part of this module's interface)
+    ClusterError, ClusterTimeout, Fault, RunResult, TaskFailed, TaskResult)
+from course_utils.task_output import NOISE, StatusBoard
 
 
 def visible_gpus() -> int:
@@ -177,15 +81,22 @@ def run(script, *, module: str | None = None, cluster: dict | None = None, worke
     if gpus == "auto":
         gpus = visible_gpus()
     env = {"TF_FORCE_GPU_ALLOW_GROWTH": "true", **(env or {})}
-    launcher = _Launcher(command, cluster, members, cpus, gpus, args, env, threads,
+    launcher = Launcher(command, cluster, members, cpus, gpus, args, env, threads,
                          Path(log_dir).resolve(), show, stop_grace)
     return launcher.run(timeout, start_timeout, fail_grace, fault, set(wait_for), check)
 
 
-class _Launcher:
-    def __init__(self, command, cluster, members, cpus, gpus, args, env, threads, log_dir, show, stop_grace):
+class Launcher:
+    """Starts, watches and stops the processes of one cluster (used by :func:`run` and :mod:`course_utils.servers`).
+
+    ``interop``: TensorFlow inter-op thread counts by task type, overriding ``threads`` for those types.
+    """
+
+    def __init__(self, command, cluster, members, cpus, gpus, args, env, threads, log_dir, show, stop_grace,
+                 interop: dict | None = None):
         self.command, self.cluster, self.members, self.cpus, self.gpus = command, cluster, members, cpus, gpus
         self.args, self.env, self.threads, self.show, self.stop_grace = args, env, threads, show, stop_grace
+        self.interop = interop or {}
         self.log_dir, self.tmp_root = log_dir, None
         self.lines: queue.Queue = queue.Queue()
         self.current: dict[str, tuple] = {}  # name -> (process, TaskResult, reader) of its latest start
@@ -205,6 +116,8 @@ class _Launcher:
         if self.threads:
             n = str(self.threads)
             env.update(TF_NUM_INTRAOP_THREADS=n, TF_NUM_INTEROP_THREADS=n, OMP_NUM_THREADS=n)
+        if kind in self.interop:
+            env["TF_NUM_INTEROP_THREADS"] = str(self.interop[kind])
         suffix = "" if attempt == 1 else f".attempt{attempt}"
         task = TaskResult(name, attempt, self.log_dir / f"{kind}-{i}{suffix}.log", started=time.monotonic())
         proc, reader = processes.start([sys.executable, *self.command, *self.args], env=env, cpus=self.cpus[k],

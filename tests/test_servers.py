@@ -1,0 +1,241 @@
+"""servers.start with fake servers: scripts that listen on their TF_CONFIG port as tf.distribute.Server
+would (no TensorFlow). Every test counts processes: the fake servers record their pids and their
+children's, and none may survive a test."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from course_utils import processes, servers
+from course_utils.run_results import ClusterError, ClusterTimeout
+from course_utils.tf_config import local_cluster
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# argv[1]: a JSON plan {"all": {...}, "ps 0": {...}}; a task's entry overrides "all".
+FAKE_SERVER = r'''
+import json, os, signal, socket, subprocess, sys, time
+
+config = json.loads(os.environ["TF_CONFIG"])
+name = f"{config['task']['type']} {config['task']['index']}"
+plans = json.loads(sys.argv[1])
+plan = {**plans.get("all", {}), **plans.get(name, {})}
+state = os.environ["FAKE_STATE"]
+with open(os.path.join(state, "pids"), "a") as f:
+    f.write(f"{name} {os.getpid()}\n")
+    if plan.get("grandchild"):
+        f.write(f"{name} {subprocess.Popen(['sleep', '300']).pid}\n")
+if plan.get("ignore_sigterm"):
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+print("REPORT " + json.dumps({"TF_CONFIG": config, "interop": os.environ.get("TF_NUM_INTEROP_THREADS"),
+                              "intra": os.environ.get("TF_NUM_INTRAOP_THREADS"), "TMPDIR": os.environ["TMPDIR"]}),
+      flush=True)
+if plan.get("exit") is not None:
+    print("cannot serve: port is bad", flush=True)
+    sys.exit(plan["exit"])
+time.sleep(plan.get("delay", 0))
+port = int(config["cluster"][config["task"]["type"]][config["task"]["index"]].rpartition(":")[2])
+server = socket.create_server(("127.0.0.1", port))
+while True:
+    server.accept()[0].close()
+'''
+
+# Starts servers in its own process, then waits: to be interrupted (SIGINT) or killed (SIGKILL).
+DRIVER = r'''
+import json, sys, time
+from course_utils import servers
+script, cluster, log_dir = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
+with servers.start(script, cluster=cluster, args=["{}"], log_dir=log_dir) as tasks:
+    tasks.wait_listening(timeout=20)
+    try:
+        print("listening", flush=True)
+        time.sleep(120)
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+        raise
+'''
+
+
+def alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def wait_until(condition, timeout: float = 10.0, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+class Fake:
+    def __init__(self, tmp_path: Path, monkeypatch):
+        self.dir = tmp_path
+        self.script = tmp_path / "fake_server.py"
+        self.script.write_text(FAKE_SERVER)
+        self.state = tmp_path / "state"
+        self.state.mkdir()
+        self.logs = tmp_path / "logs"
+        self.cluster = local_cluster(2, chief=True, ps=2)
+        monkeypatch.setenv("FAKE_STATE", str(self.state))
+
+    def start(self, plans=None, **kwargs):
+        kwargs = {"cluster": self.cluster, "log_dir": self.logs, "stop_grace": 1, "gpus": 0, **kwargs}
+        return servers.start(self.script, args=[json.dumps(plans or {})], **kwargs)
+
+    def pids(self) -> dict[str, list[int]]:
+        path, found = self.state / "pids", {}
+        for line in path.read_text().splitlines() if path.exists() else []:
+            name, pid = line.rsplit(" ", 1)
+            found.setdefault(name, []).append(int(pid))
+        return found
+
+    def survivors(self) -> list[int]:
+        return [pid for pids in self.pids().values() for pid in pids if alive(pid)]
+
+    def reports(self, tasks) -> dict[str, dict]:
+        found = {}
+        for task in tasks.result.tasks:
+            for line in task.log_path.read_text().splitlines():
+                if line.startswith("REPORT "):
+                    found[f"{task.name} {task.attempt}"] = json.loads(line[7:])
+        return found
+
+
+@pytest.fixture
+def fake(tmp_path, monkeypatch):
+    fake = Fake(tmp_path, monkeypatch)
+    yield fake
+    left = fake.survivors()
+    for pid in left:
+        psutil.Process(pid).kill()
+    assert not left, f"processes of the fake servers survived: {fake.pids()}"
+    assert not processes.LIVE, "the registry of live processes is not empty"
+
+
+class Coordinator:
+    """Stands in for tf.distribute.coordinator.ClusterCoordinator: done() after `after` seconds, or never."""
+
+    def __init__(self, after=None, error=None):
+        self.t0, self.after, self.error, self.joined = time.monotonic(), after, error, False
+
+    def done(self):
+        if self.error is not None:
+            raise self.error
+        return self.after is not None and time.monotonic() - self.t0 >= self.after
+
+    def join(self):
+        self.joined = True
+
+
+def test_servers_start_listen_and_stop(fake):
+    with fake.start({"all": {"grandchild": True}, "ps 1": {"delay": 0.5}}, threads=1) as tasks:
+        assert 0.4 < tasks.wait_listening(timeout=10) < 8
+        assert tasks.running() == ["worker 0", "worker 1", "ps 0", "ps 1"]  # not the chief: that is us
+        reports = fake.reports(tasks)
+        tmpdirs = [r["TMPDIR"] for r in reports.values()]
+        assert all(os.path.isdir(d) for d in tmpdirs)
+    for name, report in reports.items():
+        kind, index, _ = name.split()
+        assert report["TF_CONFIG"] == {"cluster": fake.cluster, "task": {"type": kind, "index": int(index)}}
+        assert (report["interop"], report["intra"]) == (("2", "1") if kind == "worker" else ("1", "1"))
+    assert not any(os.path.exists(d) for d in tmpdirs)
+    assert [t.stopped_by for t in tasks.result.tasks] == ["stop"] * 4
+    assert len([p for pids in fake.pids().values() for p in pids]) == 8  # tasks and their grandchildren
+    tasks.stop()  # a second stop does nothing
+
+
+def test_kill_and_restart_a_worker_on_its_port(fake):
+    with fake.start() as tasks:
+        tasks.wait_listening(timeout=10)
+        first = fake.pids()["worker 1"][0]
+        tasks.kill("worker 1")
+        assert not alive(first) and "worker 1" not in tasks.running()
+        tasks.restart("worker 1")
+        tasks.wait_listening(timeout=10)
+        assert "worker 1" in tasks.running() and fake.pids()["worker 1"][1] != first
+        table = tasks.table()
+    assert [(t.name, t.attempt, t.stopped_by) for t in tasks.result.tasks if t.name == "worker 1"] == \
+        [("worker 1", 1, "fault"), ("worker 1", 2, "stop")]
+    assert "worker-1.attempt2.log" in table and "(fault)" in table
+
+
+def test_restart_everything_after_a_ps_is_lost(fake):
+    with fake.start() as tasks:
+        tasks.wait_listening(timeout=10)
+        tasks.kill("ps 0")
+        tasks.restart()
+        tasks.wait_listening(timeout=10)
+        assert sorted(t.attempt for t in tasks.result.latest()) == [2, 2, 2, 2]
+        assert len(fake.pids()["worker 0"]) == 2
+
+
+def test_restart_from_another_thread_is_refused(fake):
+    errors = []
+    with fake.start() as tasks:
+        tasks.wait_listening(timeout=10)
+        thread = threading.Thread(target=lambda: errors.append(pytest.raises(RuntimeError, tasks.restart, "worker 0")))
+        thread.start()
+        thread.join()
+    assert "from the thread that started the servers" in str(errors[0].value)
+
+
+def test_a_worker_with_one_interop_thread_is_refused_before_anything_starts(fake):
+    with pytest.raises(ValueError, match="at least 2 inter-op threads"):
+        fake.start(threads=1, interop_threads={"worker": 1})
+    assert not fake.pids() and not processes.LIVE
+
+
+def test_a_task_that_exits_before_listening_is_reported_with_its_output(fake):
+    with fake.start({"ps 1": {"exit": 3}}) as tasks:
+        with pytest.raises(ClusterError, match="ps 1 exited before it listened") as err:
+            tasks.wait_listening(timeout=10)
+    assert "cannot serve: port is bad" in str(err.value)
+    assert [t.returncode for t in tasks.result.tasks if t.name == "ps 1"] == [3]
+
+
+def test_join_is_bounded(fake):
+    with fake.start() as tasks:
+        tasks.wait_listening(timeout=10)
+        done = Coordinator(after=0.2)
+        assert 0.2 <= tasks.join(done, timeout=5) < 2 and done.joined
+        t0 = time.monotonic()
+        with pytest.raises(ClusterTimeout, match="did not finish within 0.5 s"):
+            tasks.join(Coordinator(), timeout=0.5)
+        assert time.monotonic() - t0 < 2
+        with pytest.raises(ZeroDivisionError):  # a scheduled function's error comes through
+            tasks.join(Coordinator(error=ZeroDivisionError("step failed")))
+        tasks.kill("worker 0")
+        tasks.kill("worker 1")
+        with pytest.raises(ClusterError, match="Every worker has stopped"):
+            tasks.join(Coordinator(), timeout=30)
+
+
+@pytest.mark.parametrize("how", ["interrupt", "kill"])
+def test_servers_do_not_outlive_an_interrupted_or_killed_coordinator(fake, how):
+    driver = fake.dir / "driver.py"
+    driver.write_text(DRIVER)
+    proc = subprocess.Popen([sys.executable, str(driver), str(fake.script), json.dumps(fake.cluster), str(fake.logs)],
+                            cwd=ROOT, stdout=subprocess.PIPE, text=True, env={**os.environ})
+    try:
+        assert proc.stdout.readline().strip() == "listening"
+        pids = [p for ps in fake.pids().values() for p in ps]
+        assert len(pids) == 4 and all(map(alive, pids))
+        proc.send_signal(signal.SIGINT if how == "interrupt" else signal.SIGKILL)
+        proc.wait(timeout=20)
+        wait_until(lambda: not any(map(alive, pids)), timeout=5, what="the servers to end")
+        if how == "interrupt":
+            assert proc.stdout.read().strip() == "interrupted" and proc.returncode != 0
+    finally:
+        proc.kill()
+        proc.wait()
