@@ -11,11 +11,13 @@ One small module per concern:
 - :mod:`course_utils.checkpoints` -- find and load checkpoints, with errors that say what to do.
 - :mod:`course_utils.compare`   -- gradients and weights of two runs: scale, angle, max difference.
 - :mod:`course_utils.timing`    -- a stopwatch, interleaved repeats, median and spread tables.
-- :mod:`course_utils.plots`     -- training curves, median bars with min-max whiskers.
+- :mod:`course_utils.plots`     -- training curves, median bars with min-max whiskers, a cluster diagram.
 - :mod:`course_utils.tf_config` -- build ``TF_CONFIG`` on free local ports, and check any you are given.
 - :mod:`course_utils.processes` -- child processes in their own groups, always stopped (never left running).
 - :mod:`course_utils.task_output` -- the tasks' output: TensorFlow's log noise, progress, status lines.
 - :mod:`course_utils.cluster`   -- run a cluster's tasks as local processes, with faults and restarts.
+- :mod:`course_utils.run_results` -- what such a run returns or raises: exit codes, times, logs.
+- :mod:`course_utils.servers`   -- parameter-server tasks that keep running: kill, restart, a bounded join.
 - :mod:`course_utils.scaling`   -- time 1 worker against N over per-worker batch sizes.
 
 The ``tf.distribute`` calls that the course teaches stay in the notebooks.

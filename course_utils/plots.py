@@ -62,3 +62,38 @@ def plot_medians(groups: Mapping[str, Mapping[str, Sequence[float]]], ylabel: st
         fig.suptitle(title)
     fig.tight_layout()
     return fig
+
+
+def plot_ps_cluster(workers: int = 2, ps: int = 2, title: str | None = None):
+    """A parameter-server cluster as a diagram: the coordinator above its workers, the parameter
+    servers below, with what flows between them."""
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    if workers < 1 or ps < 1:
+        raise ValueError(f"a parameter-server cluster needs at least one worker and one ps (got {workers}, {ps})")
+    fig, ax = plt.subplots(figsize=(8, 4.2))
+    width = max(workers, ps)
+
+    def row(n, y, label, color):
+        xs = [(i + 0.5) * width / n for i in range(n)]
+        for i, x in enumerate(xs):
+            ax.text(x, y, label.format(i=i), ha="center", va="center", fontsize=10,
+                    bbox={"boxstyle": "round,pad=0.5", "facecolor": color, "edgecolor": "gray"})
+        return xs
+
+    top = row(1, 2.0, "coordinator (chief)\nthis notebook: the program,\ncreates variables, schedules steps", "#fde9c4")
+    mid = row(workers, 1.0, "worker {i}\nruns scheduled steps\non its own data", "#d6e9f8")
+    low = row(ps, 0.0, "ps {i}\nholds variables,\napplies updates", "#dff3d6")
+    for x in mid:
+        ax.annotate("", xy=(x, 1.22), xytext=(top[0], 1.72), arrowprops={"arrowstyle": "->", "color": "tab:orange"})
+        for x_ps in low:
+            ax.annotate("", xy=(x_ps, 0.25), xytext=(x, 0.75), arrowprops={"arrowstyle": "<->", "color": "tab:green"})
+    ax.text(width * 0.98, 1.5, "schedule(step) ->\n<- fetch(loss)", ha="right", va="center", color="tab:orange")
+    ax.text(width * 0.98, 0.5, "read variables,\nsend updates", ha="right", va="center", color="tab:green")
+    ax.set_xlim(-0.1, width + 0.1)
+    ax.set_ylim(-0.5, 2.5)
+    ax.axis("off")
+    if title:
+        ax.set_title(title)
+    fig.tight_layout()
+    return fig

@@ -19,6 +19,8 @@ handler and ``PR_SET_PDEATHSIG`` of :mod:`course_utils.processes` otherwise.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import queue
 import shutil
 import socket
@@ -81,8 +83,9 @@ class Servers:
             raise ValueError(f"{name!r} is not one of these servers ({', '.join(self.names)})")
         return self.launcher.current[name][1]
 
-    def wait_listening(self, timeout: float = 60.0) -> float:
-        """Wait until every task accepts connections on its port; return the seconds it took."""
+    def wait_listening(self, timeout: float = 60.0, ready: str | None = None) -> float:
+        """Wait until every task accepts connections on its port (and, with ``ready``, has a line
+        containing it in its log); return the seconds it took."""
         t0 = time.monotonic()
         for name in self.names:
             kind, index = name.split()
@@ -99,6 +102,12 @@ class Servers:
                         raise ClusterTimeout(f"{name} did not listen on {host}:{port} within {timeout:g} s:\n"
                                              f"{self.launcher.tails([name])}", self.result) from None
                     time.sleep(0.1)
+            log = self.launcher.current[name][1].log_path
+            while ready is not None and ready not in (log.read_text(errors="replace") if log.exists() else ""):
+                if time.monotonic() - t0 > timeout:
+                    raise ClusterTimeout(f"{name} listens on {host}:{port} but did not print {ready!r} within "
+                                         f"{timeout:g} s:\n{self.launcher.tails([name])}", self.result)
+                time.sleep(0.05)
         return time.monotonic() - t0
 
     def join(self, coordinator, timeout: float = 600.0) -> float:
@@ -170,6 +179,12 @@ def start(script=None, *, module: str | None = None, cluster: dict, types=("work
     TensorFlow inter-op thread counts by task type; a worker gets at least 2 (with one, the functions
     scheduled on it never run, and nothing says why). ``show``: ``"quiet"`` (logs only) or ``"lines"``.
     """
+    interop = dict(interop_threads or {})
+    if threads is not None:
+        interop.setdefault("worker", max(threads, MIN_WORKER_INTEROP))
+    if interop.get("worker", MIN_WORKER_INTEROP) < MIN_WORKER_INTEROP:
+        raise ValueError(f"A ParameterServerStrategy worker needs at least {MIN_WORKER_INTEROP} inter-op threads "
+                         f"(got {interop['worker']}): with fewer, schedule() and join() wait forever.")
     members = [m for m in tfc.tasks(cluster) if m[0] in types]
     if not members:
         raise tfc.TFConfigError(f"The cluster {cluster!r} has no task of the types {', '.join(types)}.")
@@ -179,12 +194,6 @@ def start(script=None, *, module: str | None = None, cluster: dict, types=("work
         raise ValueError("Give either a script path or module=")
     if show not in ("quiet", "lines"):
         raise ValueError(f"show must be 'quiet' or 'lines', not {show!r}")
-    interop = dict(interop_threads or {})
-    if threads is not None:
-        interop.setdefault("worker", max(threads, MIN_WORKER_INTEROP))
-    if interop.get("worker", MIN_WORKER_INTEROP) < MIN_WORKER_INTEROP:
-        raise ValueError(f"A ParameterServerStrategy worker needs at least {MIN_WORKER_INTEROP} inter-op threads "
-                         f"(got {interop['worker']}): with fewer, schedule() and join() wait forever.")
     if cpus == "auto":
         cpus = processes.default_cpus(len(members)) if threads else None
     cpus = [None] * len(members) if cpus is None else list(cpus)
@@ -204,3 +213,18 @@ def start(script=None, *, module: str | None = None, cluster: dict, types=("work
         shutil.rmtree(launcher.tmp_root, ignore_errors=True)
         raise
     return Servers(launcher, show)
+
+
+@contextlib.contextmanager
+def coordinator_log():
+    """Collect what TensorFlow's Python logger says in the block (a coordinator logs every failed remote
+    call at length, on stdout and stderr) instead of printing it; yields the list of messages."""
+    logger, messages = logging.getLogger("tensorflow"), []
+    collector = logging.Handler()
+    collector.emit = lambda record: messages.append(record.getMessage())
+    saved = logger.handlers[:], logger.propagate
+    logger.handlers, logger.propagate = [collector], False
+    try:
+        yield messages
+    finally:
+        logger.handlers, logger.propagate = saved

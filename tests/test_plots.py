@@ -37,3 +37,11 @@ def test_median_bars_with_min_max_whiskers():
     assert [(seg[0][1], seg[1][1]) for seg in whiskers] == [(50.0, 110.0), (120.0, 130.0)]
     with pytest.raises(ValueError):
         plots.plot_medians({}, ylabel="x")
+
+
+def test_ps_cluster_diagram_has_a_box_per_task():
+    fig = plots.plot_ps_cluster(3, 2)
+    boxes = [t.get_text().splitlines()[0] for t in fig.axes[0].texts if t.get_bbox_patch() is not None]
+    assert boxes == ["coordinator (chief)", "worker 0", "worker 1", "worker 2", "ps 0", "ps 1"]
+    with pytest.raises(ValueError, match="at least one worker and one ps"):
+        plots.plot_ps_cluster(2, 0)

@@ -140,7 +140,7 @@ class Coordinator:
 
 def test_servers_start_listen_and_stop(fake):
     with fake.start({"all": {"grandchild": True}, "ps 1": {"delay": 0.5}}, threads=1) as tasks:
-        assert 0.4 < tasks.wait_listening(timeout=10) < 8
+        assert 0.4 < tasks.wait_listening(timeout=10, ready="REPORT") < 8
         assert tasks.running() == ["worker 0", "worker 1", "ps 0", "ps 1"]  # not the chief: that is us
         reports = fake.reports(tasks)
         tmpdirs = [r["TMPDIR"] for r in reports.values()]
@@ -194,6 +194,16 @@ def test_a_worker_with_one_interop_thread_is_refused_before_anything_starts(fake
     with pytest.raises(ValueError, match="at least 2 inter-op threads"):
         fake.start(threads=1, interop_threads={"worker": 1})
     assert not fake.pids() and not processes.LIVE
+    with fake.start() as tasks:  # also while the cluster runs (its ports are taken): this is said first
+        tasks.wait_listening(timeout=10)
+        with pytest.raises(ValueError, match="at least 2 inter-op threads"):
+            fake.start(threads=1, interop_threads={"worker": 1})
+
+
+def test_a_task_that_listens_but_never_says_it_is_ready_times_out(fake):
+    with fake.start() as tasks:
+        with pytest.raises(ClusterTimeout, match="did not print 'serving at' within 0.5 s"):
+            tasks.wait_listening(timeout=0.5, ready="serving at")
 
 
 def test_a_task_that_exits_before_listening_is_reported_with_its_output(fake):
@@ -239,3 +249,15 @@ def test_servers_do_not_outlive_an_interrupted_or_killed_coordinator(fake, how):
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_coordinator_log_collects_tensorflows_messages_and_restores_the_logger(capsys):
+    import logging
+
+    logger = logging.getLogger("tensorflow")
+    before = (logger.handlers[:], logger.propagate)
+    with servers.coordinator_log() as messages:
+        logger.error("Worker %s failed with UnavailableError():Socket closed", "/job:worker/replica:0/task:1")
+    assert messages == ["Worker /job:worker/replica:0/task:1 failed with UnavailableError():Socket closed"]
+    assert (logger.handlers, logger.propagate) == before
+    assert "Socket closed" not in capsys.readouterr().err

@@ -25,6 +25,9 @@ SMOKE = {
     "STEPS_PER_CALL": 2,
     "SCALING_BATCHES": [16, 32],
     "SCALING_IMAGES": 256,
+    "STEPS": 40,
+    "FIT_STEPS": 5,
+    "OUTAGE_S": 3.0,
 }
 
 

@@ -1,0 +1,154 @@
+"""What notebook 06 says about ParameterServerStrategy and the Keras versions, checked on real servers.
+
+One coordinator process (a script, so that this test process keeps its own TensorFlow context) starts
+two workers and two parameter servers with ``servers.start`` and tries each claim; the tests read its
+JSON report. When a test here fails because something started to work (Keras 3 with sharded variables,
+Keras 3 ``fit``), notebook 06 needs updating.
+"""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.notebook  # real TensorFlow processes: slow
+
+SERVER = '''
+from course_utils import devices
+devices.quiet_tensorflow()
+import tensorflow as tf
+r = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+s = tf.distribute.Server(r.cluster_spec(), job_name=r.task_type, task_index=r.task_id, protocol="grpc", start=True)
+print("serving", flush=True)
+s.join()
+'''
+
+COORDINATOR = r'''
+import json, os, sys
+from course_utils import datasets, devices, models, pipeline, servers, tf_config
+devices.quiet_tensorflow()
+import keras, tensorflow as tf, tf_keras
+
+report = {}
+spec = tf_config.local_cluster(2, chief=True, ps=2)
+with servers.start(sys.argv[1], cluster=spec, threads=1, log_dir=sys.argv[2]) as tasks:
+    report["pids"] = [t.pid for t in tasks.result.tasks]
+    tasks.wait_listening(ready="serving")
+    resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
+        tf.train.ClusterSpec(spec), task_type="chief", task_id=0, rpc_layer="grpc")
+
+    def dataset_fn(context=None):
+        train = datasets.load("fashion_mnist", "train", limit=256, verbose=False)
+        return train.dataset.map(pipeline.scale_image).repeat().batch(32, drop_remainder=True)
+
+    def one_step(strategy, model, optimizer):
+        loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
+        iterator = iter(coordinator.create_per_worker_dataset(dataset_fn))
+
+        @tf.function
+        def step(iterator):
+            def replica_step(images, labels):
+                with tf.GradientTape() as tape:
+                    loss = loss_fn(labels, model(images, training=True))
+                gradients = tape.gradient(loss, model.trainable_variables)
+                optimizer.apply_gradients(zip(gradients, model.trainable_variables))
+                return loss
+            return strategy.run(replica_step, args=next(iterator))
+        remote = coordinator.schedule(step, args=(iterator,))
+        tasks.join(coordinator, timeout=120)
+        return float(remote.fetch())
+
+    def attempt(name, fn):
+        try:
+            report[name] = {"ok": True, "value": fn()}
+        except Exception as err:  # noqa: BLE001 -- the report says what failed, the test decides
+            report[name] = {"ok": False, "error": f"{type(err).__name__}: {err}"}
+
+    def keras3(partitioner):
+        strategy = tf.distribute.ParameterServerStrategy(resolver, variable_partitioner=partitioner)
+        with strategy.scope():
+            model, optimizer = models.build_cnn(), keras.optimizers.Adam()
+            optimizer.build(model.trainable_variables)
+        parts = [part for v in model.weights for part in getattr(v.value, "variables", [v.value])]  # shards
+        devices = sorted({part.device.split("/device")[0] for part in parts})
+        return {"loss": one_step(strategy, model, optimizer), "devices": devices,
+                "kinds": sorted({type(v.value).__name__ for v in model.weights})}
+
+    partitioner = tf.distribute.experimental.partitioners.MinSizePartitioner(min_shard_bytes=256 << 10, max_shards=2)
+    attempt("keras3_loop", lambda: keras3(None))
+    attempt("keras3_loop_sharded", lambda: keras3(partitioner))
+
+    def keras3_fit():
+        strategy = tf.distribute.ParameterServerStrategy(resolver)
+        with strategy.scope():
+            model = models.build_cnn()
+            model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        return model.fit(dataset_fn(), epochs=1, steps_per_epoch=2, verbose=0).history
+    attempt("keras3_fit", keras3_fit)
+
+    def tf_keras_fit():
+        strategy = tf.distribute.ParameterServerStrategy(resolver, variable_partitioner=partitioner)
+        with strategy.scope():
+            model = tf_keras.Sequential([tf_keras.Input((28, 28, 1)), tf_keras.layers.Flatten(),
+                                         tf_keras.layers.Dense(256), tf_keras.layers.Dense(10)])
+            model.compile(optimizer="adam", loss=tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        shards = {v.name: [s.device.split("/device")[0] for s in getattr(v, "variables", [v])] for v in model.weights}
+        history = model.fit(tf_keras.utils.experimental.DatasetCreator(dataset_fn), epochs=2, steps_per_epoch=3,
+                            verbose=0).history
+        return {"losses": history["loss"], "shards": shards}
+    attempt("tf_keras_fit_sharded", tf_keras_fit)
+print("REPORT " + json.dumps(report), flush=True)
+'''
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory, notebook_data_env):
+    tmp = tmp_path_factory.mktemp("ps")
+    (tmp / "server.py").write_text(SERVER)
+    (tmp / "coordinator.py").write_text(COORDINATOR)
+    env = {**__import__("os").environ, **notebook_data_env}
+    run = subprocess.run([sys.executable, str(tmp / "coordinator.py"), str(tmp / "server.py"), str(tmp / "logs")],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    lines = [line for line in run.stdout.splitlines() if line.startswith("REPORT ")]
+    assert run.returncode == 0 and lines, run.stdout[-3000:] + run.stderr[-3000:]
+    return json.loads(lines[-1][7:])
+
+
+def test_servers_are_gone_after_the_coordinator(report):
+    assert len(report["pids"]) == 4
+    assert not [p for p in report["pids"] if psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"]
+
+
+def test_keras3_custom_loop_trains_with_variables_on_both_parameter_servers(report):
+    result = report["keras3_loop"]
+    assert result["ok"], result
+    assert result["value"]["devices"] == ["/job:ps/replica:0/task:0", "/job:ps/replica:0/task:1"]
+    assert result["value"]["loss"] > 0
+
+
+def test_keras3_cannot_train_sharded_variables_yet(report):
+    """Notebook 06 says so; when this fails, Keras 3 trains ShardedVariables: update the notebook."""
+    result = report["keras3_loop_sharded"]
+    assert not result["ok"], "Keras 3 now trains sharded variables: notebook 06 can drop tf_keras for sharding"
+    assert "'ShardedVariable' object has no attribute 'handle'" in result["error"]
+
+
+def test_keras3_fit_refuses_parameter_server_data(report):
+    """Notebook 06 says so; when this fails, Keras 3 fit supports ParameterServerStrategy."""
+    result = report["keras3_fit"]
+    assert not result["ok"], "Keras 3 fit now runs under ParameterServerStrategy: update notebook 06"
+    assert "create_per_worker_dataset" in result["error"]
+
+
+def test_tf_keras_fit_trains_a_kernel_sharded_over_two_parameter_servers(report):
+    result = report["tf_keras_fit_sharded"]
+    assert result["ok"], result
+    losses, shards = result["value"]["losses"], result["value"]["shards"]
+    assert len(losses) == 2 and losses[1] < losses[0]
+    kernel = [places for name, places in shards.items() if name.startswith("dense/kernel")]
+    assert sorted(sum(kernel, [])) == ["/job:ps/replica:0/task:0", "/job:ps/replica:0/task:1"]
