@@ -14,7 +14,8 @@ the server tasks of a cluster and returns a :class:`Servers` handle while they k
 Every task gets the *whole* cluster (chief included) in its ``TF_CONFIG``, its own process group, log
 file and temporary directory, exactly as with :func:`course_utils.cluster.run`; whatever happens, the
 tasks are stopped on :meth:`Servers.stop` (or leaving the ``with`` block), and by the ``atexit``
-handler and ``PR_SET_PDEATHSIG`` of :mod:`course_utils.processes` otherwise.
+handler and ``PR_SET_PDEATHSIG`` of :mod:`course_utils.processes` otherwise (if this process is
+killed outright, that ends the servers themselves; a child a server started would need its own).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ class Servers:
         self.launcher, self.cluster, self.show = launcher, launcher.cluster, show
         self.names = [tfc.task_name(*m) for m in launcher.members]
         self._owner = threading.get_ident()
-        self._closed = threading.Event()
+        self._closed, self._stopping = threading.Event(), threading.Lock()
         self._pump = threading.Thread(target=self._drain, name="servers-output", daemon=True)
         self._pump.start()
 
@@ -104,6 +105,9 @@ class Servers:
                     time.sleep(0.1)
             log = self.launcher.current[name][1].log_path
             while ready is not None and ready not in (log.read_text(errors="replace") if log.exists() else ""):
+                if name not in self.running():
+                    raise ClusterError(f"{name} exited before it printed {ready!r}:\n"
+                                       f"{self.launcher.tails([name])}", self.result)
                 if time.monotonic() - t0 > timeout:
                     raise ClusterTimeout(f"{name} listens on {host}:{port} but did not print {ready!r} within "
                                          f"{timeout:g} s:\n{self.launcher.tails([name])}", self.result)
@@ -150,8 +154,12 @@ class Servers:
 
     def stop(self) -> None:
         """Stop every task (SIGTERM, then SIGKILL after the grace period) and remove their temporary files."""
-        if self._closed.is_set():
-            return
+        with self._stopping:  # the caller and an atexit handler may both stop
+            if self._closed.is_set():
+                return
+            self._stop()
+
+    def _stop(self) -> None:
         try:
             self.launcher.stop(self.launcher.running(), "stop")
         finally:
@@ -176,13 +184,15 @@ def start(script=None, *, module: str | None = None, cluster: dict, types=("work
     left out (the chief: this process) can join it later.
 
     ``threads``, ``cpus`` and ``gpus`` as for :func:`course_utils.cluster.run`. ``interop_threads``:
-    TensorFlow inter-op thread counts by task type; a worker gets at least 2 (with one, the functions
-    scheduled on it never run, and nothing says why). ``show``: ``"quiet"`` (logs only) or ``"lines"``.
+    TensorFlow inter-op thread counts by task type (the pool that runs independent operations side by
+    side); by default workers and parameter servers get the number of workers + 1 (or ``threads``, if
+    more). A worker with fewer than 2 is refused: with one, the functions scheduled on it never run, and
+    nothing says why. ``show``: ``"quiet"`` (logs only) or ``"lines"``.
     """
     interop = dict(interop_threads or {})
-    if threads is not None:
-        interop.setdefault("worker", max(threads, MIN_WORKER_INTEROP))
-    if interop.get("worker", MIN_WORKER_INTEROP) < MIN_WORKER_INTEROP:
+    for kind in ("worker", "ps"):  # never fewer than workers + 1 (and never TensorFlow's 1 on a 1-core machine)
+        interop.setdefault(kind, max(threads or 0, len(cluster.get("worker", [])) + 1, MIN_WORKER_INTEROP))
+    if interop["worker"] < MIN_WORKER_INTEROP:
         raise ValueError(f"A ParameterServerStrategy worker needs at least {MIN_WORKER_INTEROP} inter-op threads "
                          f"(got {interop['worker']}): with fewer, schedule() and join() wait forever.")
     members = [m for m in tfc.tasks(cluster) if m[0] in types]

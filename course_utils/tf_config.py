@@ -39,7 +39,13 @@ def local_cluster(workers: int = 2, *, chief: bool = False, ps: int = 0, host: s
     if workers < 0 or ps < 0 or (workers == 0 and not chief):
         raise TFConfigError(f"A cluster needs at least one worker or a chief (got workers={workers}, ps={ps}).")
     counts = {"chief": int(chief), "worker": workers, "ps": ps}
-    return {kind: [f"{host}:{portpicker.pick_unused_port()}" for _ in range(n)] for kind, n in counts.items() if n}
+    ports: list[int] = []
+    while len(ports) < sum(counts.values()):  # a port nobody holds yet may be picked twice (older portpicker)
+        port = portpicker.pick_unused_port()
+        if port not in ports:
+            ports.append(port)
+    free = iter(ports)
+    return {kind: [f"{host}:{next(free)}" for _ in range(n)] for kind, n in counts.items() if n}
 
 
 def for_task(cluster: dict, task_type: str, index: int) -> dict:

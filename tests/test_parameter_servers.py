@@ -28,7 +28,7 @@ s.join()
 '''
 
 COORDINATOR = r'''
-import json, os, sys
+import json, os, sys, traceback
 from course_utils import datasets, devices, models, pipeline, servers, tf_config
 devices.quiet_tensorflow()
 import keras, tensorflow as tf, tf_keras
@@ -67,7 +67,7 @@ with servers.start(sys.argv[1], cluster=spec, threads=1, log_dir=sys.argv[2]) as
         try:
             report[name] = {"ok": True, "value": fn()}
         except Exception as err:  # noqa: BLE001 -- the report says what failed, the test decides
-            report[name] = {"ok": False, "error": f"{type(err).__name__}: {err}"}
+            report[name] = {"ok": False, "error": f"{type(err).__name__}: {err}", "where": traceback.format_exc()}
 
     def keras3(partitioner):
         strategy = tf.distribute.ParameterServerStrategy(resolver, variable_partitioner=partitioner)
@@ -136,6 +136,7 @@ def test_keras3_cannot_train_sharded_variables_yet(report):
     result = report["keras3_loop_sharded"]
     assert not result["ok"], "Keras 3 now trains sharded variables: notebook 06 can drop tf_keras for sharding"
     assert "'ShardedVariable' object has no attribute 'handle'" in result["error"]
+    assert "tape.gradient(" in result["where"], "the notebook says computing the gradients fails"
 
 
 def test_keras3_fit_refuses_parameter_server_data(report):

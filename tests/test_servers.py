@@ -52,8 +52,8 @@ while True:
 DRIVER = r'''
 import json, sys, time
 from course_utils import servers
-script, cluster, log_dir = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
-with servers.start(script, cluster=cluster, args=["{}"], log_dir=log_dir) as tasks:
+script, cluster, log_dir, plan = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3], sys.argv[4]
+with servers.start(script, cluster=cluster, args=[plan], log_dir=log_dir) as tasks:
     tasks.wait_listening(timeout=20)
     try:
         print("listening", flush=True)
@@ -140,7 +140,7 @@ class Coordinator:
 
 def test_servers_start_listen_and_stop(fake):
     with fake.start({"all": {"grandchild": True}, "ps 1": {"delay": 0.5}}, threads=1) as tasks:
-        assert 0.4 < tasks.wait_listening(timeout=10, ready="REPORT") < 8
+        assert 0.4 < tasks.wait_listening(timeout=10, ready="REPORT") < 30  # a loaded CI machine is slow
         assert tasks.running() == ["worker 0", "worker 1", "ps 0", "ps 1"]  # not the chief: that is us
         reports = fake.reports(tasks)
         tmpdirs = [r["TMPDIR"] for r in reports.values()]
@@ -148,7 +148,7 @@ def test_servers_start_listen_and_stop(fake):
     for name, report in reports.items():
         kind, index, _ = name.split()
         assert report["TF_CONFIG"] == {"cluster": fake.cluster, "task": {"type": kind, "index": int(index)}}
-        assert (report["interop"], report["intra"]) == (("2", "1") if kind == "worker" else ("1", "1"))
+        assert (report["interop"], report["intra"]) == ("3", "1")  # 2 workers + 1 inter-op threads
     assert not any(os.path.exists(d) for d in tmpdirs)
     assert [t.stopped_by for t in tasks.result.tasks] == ["stop"] * 4
     assert len([p for pids in fake.pids().values() for p in pids]) == 8  # tasks and their grandchildren
@@ -206,6 +206,27 @@ def test_a_task_that_listens_but_never_says_it_is_ready_times_out(fake):
             tasks.wait_listening(timeout=0.5, ready="serving at")
 
 
+def test_a_task_that_dies_before_it_is_ready_is_reported_at_once(fake):
+    with fake.start() as tasks:
+        tasks.wait_listening(timeout=10)
+        tasks.kill("ps 0")
+        t0 = time.monotonic()
+        with pytest.raises(ClusterError, match="ps 0 exited before it listened"):
+            tasks.wait_listening(timeout=30, ready="REPORT")
+        assert time.monotonic() - t0 < 5
+
+
+def test_stop_from_two_threads_stops_once(fake):
+    tasks = fake.start()
+    tasks.wait_listening(timeout=10)
+    threads = [threading.Thread(target=tasks.stop) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert [t.stopped_by for t in tasks.result.tasks] == ["stop"] * 4 and not tasks.running()
+
+
 def test_a_task_that_exits_before_listening_is_reported_with_its_output(fake):
     with fake.start({"ps 1": {"exit": 3}}) as tasks:
         with pytest.raises(ClusterError, match="ps 1 exited before it listened") as err:
@@ -218,11 +239,11 @@ def test_join_is_bounded(fake):
     with fake.start() as tasks:
         tasks.wait_listening(timeout=10)
         done = Coordinator(after=0.2)
-        assert 0.2 <= tasks.join(done, timeout=5) < 2 and done.joined
+        assert 0.2 <= tasks.join(done, timeout=5) < 5 and done.joined
         t0 = time.monotonic()
         with pytest.raises(ClusterTimeout, match="did not finish within 0.5 s"):
             tasks.join(Coordinator(), timeout=0.5)
-        assert time.monotonic() - t0 < 2
+        assert time.monotonic() - t0 < 5
         with pytest.raises(ZeroDivisionError):  # a scheduled function's error comes through
             tasks.join(Coordinator(error=ZeroDivisionError("step failed")))
         tasks.kill("worker 0")
@@ -235,12 +256,15 @@ def test_join_is_bounded(fake):
 def test_servers_do_not_outlive_an_interrupted_or_killed_coordinator(fake, how):
     driver = fake.dir / "driver.py"
     driver.write_text(DRIVER)
-    proc = subprocess.Popen([sys.executable, str(driver), str(fake.script), json.dumps(fake.cluster), str(fake.logs)],
-                            cwd=ROOT, stdout=subprocess.PIPE, text=True, env={**os.environ})
+    # A server's own children are stopped with it when the coordinator is interrupted (its process group
+    # is stopped); when the coordinator is SIGKILLed, PR_SET_PDEATHSIG ends the servers themselves only.
+    plan = {"all": {"grandchild": True}} if how == "interrupt" else {}
+    proc = subprocess.Popen([sys.executable, str(driver), str(fake.script), json.dumps(fake.cluster), str(fake.logs),
+                             json.dumps(plan)], cwd=ROOT, stdout=subprocess.PIPE, text=True, env={**os.environ})
     try:
         assert proc.stdout.readline().strip() == "listening"
         pids = [p for ps in fake.pids().values() for p in ps]
-        assert len(pids) == 4 and all(map(alive, pids))
+        assert len(pids) == (8 if plan else 4) and all(map(alive, pids))
         proc.send_signal(signal.SIGINT if how == "interrupt" else signal.SIGKILL)
         proc.wait(timeout=20)
         wait_until(lambda: not any(map(alive, pids)), timeout=5, what="the servers to end")

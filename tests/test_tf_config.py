@@ -52,6 +52,14 @@ def test_local_cluster_gives_distinct_free_ports():
     assert validate(config(cluster), check_ports=True)["cluster"] is cluster
 
 
+def test_local_cluster_never_gives_one_port_twice(monkeypatch):
+    import portpicker
+
+    picks = iter([5001, 5001, 5002, 5001, 5003])  # what an older portpicker can return: a free port, again
+    monkeypatch.setattr(portpicker, "pick_unused_port", lambda: next(picks))
+    assert local_cluster(2, chief=True) == {"chief": ["localhost:5001"], "worker": ["localhost:5002", "localhost:5003"]}
+
+
 def test_local_cluster_counts_and_host():
     assert list(local_cluster()) == ["worker"] and len(local_cluster()["worker"]) == 2
     assert list(local_cluster(0, chief=True)) == ["chief"]
