@@ -15,8 +15,8 @@
 Set-up creates ``.venv`` beside this file, installs ``course_utils`` (editable)
 with its ``dev`` extra, pinned to the exact versions in ``constraints.txt``, and --
 where ``apt-get`` exists and we are root -- installs Debian's ``dataset-fashion-mnist``
-for offline real data. It re-installs only when ``pyproject.toml`` or
-``constraints.txt`` changed since the last set-up.
+for offline real data, and ``slurm-wlm`` and ``munge`` for a local Slurm cluster. It
+re-installs only when ``pyproject.toml`` or ``constraints.txt`` changed since the last set-up.
 
 The oldest-versions check builds a second environment, ``.venv-oldest``, the same way
 from ``constraints-oldest.txt`` (every runtime dependency at the floor of its range in
@@ -55,6 +55,7 @@ OLDEST_INPUTS = ("pyproject.toml", "constraints-oldest.txt")
 # What runs there: the unit tests (tests marked `notebook` execute notebooks: slow), and one notebook.
 OLDEST_SMOKE = "tests/test_notebooks.py::test_runs_in_smoke_setting[notebooks/01_strategies_overview.ipynb]"
 FASHION_MNIST = Path("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")
+SLURM_COMMANDS = ("sinfo", "slurmctld", "munged")  # slurm-wlm and munge: course_utils.slurm's local cluster
 KERNEL_NAME = "python3"
 
 
@@ -156,6 +157,11 @@ def setup() -> None:
             say("installed Debian's dataset-fashion-mnist (offline Fashion-MNIST)")
         else:
             say("offline Fashion-MNIST not installed (needs root + apt-get); notebooks will use TFDS")
+    if not all(shutil.which(c) or shutil.which(c, path="/usr/sbin:/sbin") for c in SLURM_COMMANDS):
+        if _apt_install("slurm-wlm", "munge"):
+            say("installed Debian's slurm-wlm and munge (a local Slurm cluster for the Slurm tests and notebook)")
+        else:
+            say("Slurm not installed (needs root + apt-get): the Slurm tests (outside CI) and notebook section skip")
 
 
 def setup_oldest() -> None:

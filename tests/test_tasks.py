@@ -104,6 +104,24 @@ def test_setup_falls_back_to_ranges_where_the_pins_do_not_install(monkeypatch):
     assert [("-c" in c) for c in calls] == [True, False] and calls[1][-1] == f"{ROOT}[dev]"
 
 
+def test_setup_installs_slurm_and_munge_with_apt_only_where_missing(monkeypatch, capsys):
+    monkeypatch.setattr(tasks, "_provision", lambda *args: None)
+    monkeypatch.setattr(tasks, "FASHION_MNIST", ROOT / "tasks.py")  # present: apt is asked for Slurm only
+    installs, apt_works = [], [True]
+    monkeypatch.setattr(tasks, "_apt_install", lambda *packages: installs.append(packages) or apt_works[0])
+    monkeypatch.setattr(tasks.shutil, "which", lambda name, path=None: None)
+    tasks.setup()
+    assert installs == [("slurm-wlm", "munge")]
+    assert "installed Debian's slurm-wlm and munge" in capsys.readouterr().out
+    apt_works[0] = False
+    tasks.setup()
+    assert "Slurm not installed (needs root + apt-get)" in capsys.readouterr().out
+    installs.clear()
+    monkeypatch.setattr(tasks.shutil, "which", lambda name, path=None: f"/usr/sbin/{name}")
+    tasks.setup()
+    assert installs == [] and "Slurm" not in capsys.readouterr().out, "installed: nothing to do"
+
+
 def test_setup_digest_of_the_oldest_venv_covers_its_own_constraints(tmp_path):
     (tmp_path / "pyproject.toml").write_text("[project]\n")
     (tmp_path / "constraints-oldest.txt").write_text("numpy==1.26.0\n")
