@@ -70,11 +70,7 @@ def run(script, *, module: str | None = None, cluster: dict | None = None, worke
         raise ValueError(f"The fault names {fault.task!r}, which is not a task of this cluster ({', '.join(names)})")
     if fault is not None and fault.restart not in ("cluster", "task", None):
         raise ValueError(f"Fault.restart must be 'cluster', 'task' or None, not {fault.restart!r}")
-    if cpus == "auto":
-        cpus = processes.default_cpus(len(members)) if threads else None
-    cpus = [None] * len(members) if cpus is None else list(cpus)
-    if len(cpus) != len(members):
-        raise ValueError(f"cpus gives {len(cpus)} core sets for {len(members)} tasks: give one per task")
+    cpus = processes.cores_per_task(cpus, threads, len(members))
     if (script is None) == (module is None):
         raise ValueError("Give either a script path or module=")
     command = ["-m", module] if module else [str(Path(script).resolve())]

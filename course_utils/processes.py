@@ -104,3 +104,14 @@ def default_cpus(n_tasks: int) -> list:
     """One core per task, round-robin over the cores this process may use (``None`` each where unknown)."""
     cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
     return [{cores[i % len(cores)]} for i in range(n_tasks)] if cores else [None] * n_tasks
+
+
+def cores_per_task(cpus, threads, n_tasks: int) -> list:
+    """The core set of each of ``n_tasks`` tasks: ``cpus="auto"`` gives one core each when ``threads`` is
+    set (else none), ``None`` none; a list must give one core set per task."""
+    if cpus == "auto":
+        cpus = default_cpus(n_tasks) if threads else None
+    cpus = [None] * n_tasks if cpus is None else list(cpus)
+    if len(cpus) != n_tasks:
+        raise ValueError(f"cpus gives {len(cpus)} core sets for {n_tasks} tasks: give one per task")
+    return cpus

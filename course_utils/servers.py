@@ -204,11 +204,7 @@ def start(script=None, *, module: str | None = None, cluster: dict, types=("work
         raise ValueError("Give either a script path or module=")
     if show not in ("quiet", "lines"):
         raise ValueError(f"show must be 'quiet' or 'lines', not {show!r}")
-    if cpus == "auto":
-        cpus = processes.default_cpus(len(members)) if threads else None
-    cpus = [None] * len(members) if cpus is None else list(cpus)
-    if len(cpus) != len(members):
-        raise ValueError(f"cpus gives {len(cpus)} core sets for {len(members)} tasks: give one per task")
+    cpus = processes.cores_per_task(cpus, threads, len(members))
     command = ["-m", module] if module else [str(Path(script).resolve())]
     launcher = Launcher(command, cluster, members, cpus, visible_gpus() if gpus == "auto" else gpus,
                         tuple(args), {"TF_FORCE_GPU_ALLOW_GROWTH": "true", **(env or {})}, threads,

@@ -18,6 +18,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from process_checks import alive, wait_until
+
 from course_utils import cluster, processes
 from course_utils.cluster import ClusterTimeout, Fault, TaskFailed
 from course_utils.tf_config import TFConfigError, for_task, local_cluster
@@ -156,21 +158,6 @@ except KeyboardInterrupt:  # what a Jupyter kernel would see, before it goes on 
         json.dump({"alive": [p for p in recorded() if alive(p)], "live": list(processes.LIVE)}, f)
     raise
 '''
-
-
-def alive(pid: int) -> bool:
-    """Running: it exists and is not a zombie (orphans are re-parented to an init that may reap them late)."""
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-
-
-def wait_until(condition, timeout: float = 10.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
 
 
 class Fake:

@@ -14,6 +14,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from process_checks import alive, wait_until
+
 from course_utils import processes, servers
 from course_utils.run_results import ClusterError, ClusterTimeout
 from course_utils.tf_config import local_cluster
@@ -62,20 +64,6 @@ with servers.start(script, cluster=cluster, args=[plan], log_dir=log_dir) as tas
         print("interrupted", flush=True)
         raise
 '''
-
-
-def alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-
-
-def wait_until(condition, timeout: float = 10.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
 
 
 class Fake:
