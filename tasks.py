@@ -56,6 +56,7 @@ OLDEST_INPUTS = ("pyproject.toml", "constraints-oldest.txt")
 OLDEST_SMOKE = "tests/test_notebooks.py::test_runs_in_smoke_setting[notebooks/01_strategies_overview.ipynb]"
 FASHION_MNIST = Path("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")
 SLURM_COMMANDS = ("sinfo", "slurmctld", "munged")  # slurm-wlm and munge: course_utils.slurm's local cluster
+NETLAB_COMMANDS = ("ip", "tc")  # iproute2: course_utils.netlab's network namespaces and rate limits
 KERNEL_NAME = "python3"
 
 
@@ -162,6 +163,12 @@ def setup() -> None:
             say("installed Debian's slurm-wlm and munge (a local Slurm cluster for the Slurm tests and notebook)")
         else:
             say("Slurm not installed (needs root + apt-get): the Slurm tests (outside CI) and notebook section skip")
+    if not all(shutil.which(c) or shutil.which(c, path="/usr/sbin:/sbin") for c in NETLAB_COMMANDS):
+        if _apt_install("iproute2"):
+            say("installed Debian's iproute2 (network namespaces and rate limits for notebook 05b)")
+        else:
+            say("iproute2 not installed (needs root + apt-get): netlab's tests (outside CI) and notebook 05b's "
+                "measured sections skip")
 
 
 def setup_oldest() -> None:

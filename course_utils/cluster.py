@@ -44,7 +44,7 @@ def run(script, *, module: str | None = None, cluster: dict | None = None, worke
         log_dir="logs/cluster", timeout: float = 900, start_timeout: float = 180, fail_grace: float = 60,
         show: str = "lines",
         fault: Fault | None = None, wait_for=("chief", "worker", "evaluator"), check: bool = True,
-        stop_grace: float = 5.0, gpus="auto") -> RunResult:
+        stop_grace: float = 5.0, gpus="auto", prefix=None) -> RunResult:
     """Run ``python script *args`` (or ``python -m module *args``) once per task of ``cluster`` (default:
     ``workers`` workers on free ports) and wait for the tasks of the types in ``wait_for``; the others
     (parameter servers) are then stopped. ``show``: ``"lines"`` (prefixed output), ``"status"`` (a line per task) or ``"quiet"``.
@@ -52,7 +52,9 @@ def run(script, *, module: str | None = None, cluster: dict | None = None, worke
     ``threads`` sets TensorFlow's and OpenMP's thread counts per task; ``cpus``: ``"auto"`` (one core
     per task when ``threads`` is given), ``None`` or a list of core sets, one per task. ``gpus``: the
     number of GPUs to share out (task ``i`` sees GPU ``i % gpus`` only; ``"auto"``: those TensorFlow
-    sees in this process, if it is imported); every task grows its GPU memory as needed. A task that
+    sees in this process, if it is imported); every task grows its GPU memory as needed. ``prefix``: a
+    function of ``(task type, index)`` giving the command to run that task's Python under (for example
+    ``ip netns exec NS``, from :mod:`course_utils.netlab`); it must exec the command, not fork it. A task that
     reports no progress (:class:`~course_utils.task_output.Progress`) within ``start_timeout`` seconds,
     or a run longer than ``timeout``, stops everything and raises :class:`ClusterTimeout`; a failed task
     raises :class:`TaskFailed` (with ``check=True``). Ctrl-C stops everything, then raises ``KeyboardInterrupt``.
@@ -78,7 +80,7 @@ def run(script, *, module: str | None = None, cluster: dict | None = None, worke
         gpus = visible_gpus()
     env = {"TF_FORCE_GPU_ALLOW_GROWTH": "true", **(env or {})}
     launcher = Launcher(command, cluster, members, cpus, gpus, args, env, threads,
-                         Path(log_dir).resolve(), show, stop_grace)
+                         Path(log_dir).resolve(), show, stop_grace, prefix=prefix)
     return launcher.run(timeout, start_timeout, fail_grace, fault, set(wait_for), check)
 
 
@@ -89,10 +91,10 @@ class Launcher:
     """
 
     def __init__(self, command, cluster, members, cpus, gpus, args, env, threads, log_dir, show, stop_grace,
-                 interop: dict | None = None):
+                 interop: dict | None = None, prefix=None):
         self.command, self.cluster, self.members, self.cpus, self.gpus = command, cluster, members, cpus, gpus
         self.args, self.env, self.threads, self.show, self.stop_grace = args, env, threads, show, stop_grace
-        self.interop = interop or {}
+        self.interop, self.prefix = interop or {}, prefix
         self.log_dir, self.tmp_root = log_dir, None
         self.lines: queue.Queue = queue.Queue()
         self.current: dict[str, tuple] = {}  # name -> (process, TaskResult, reader) of its latest start
@@ -116,7 +118,8 @@ class Launcher:
             env["TF_NUM_INTEROP_THREADS"] = str(self.interop[kind])
         suffix = "" if attempt == 1 else f".attempt{attempt}"
         task = TaskResult(name, attempt, self.log_dir / f"{kind}-{i}{suffix}.log", started=time.monotonic())
-        proc, reader = processes.start([sys.executable, *self.command, *self.args], env=env, cpus=self.cpus[k],
+        wrapper = list(self.prefix(kind, i)) if self.prefix else []
+        proc, reader = processes.start([*wrapper, sys.executable, *self.command, *self.args], env=env, cpus=self.cpus[k],
                                        log_path=task.log_path, lines=self.lines, tag=task)
         task.pid = proc.pid
         self.current[name] = (proc, task, reader)

@@ -104,22 +104,28 @@ def test_setup_falls_back_to_ranges_where_the_pins_do_not_install(monkeypatch):
     assert [("-c" in c) for c in calls] == [True, False] and calls[1][-1] == f"{ROOT}[dev]"
 
 
-def test_setup_installs_slurm_and_munge_with_apt_only_where_missing(monkeypatch, capsys):
+def test_setup_installs_slurm_munge_and_iproute2_with_apt_only_where_missing(monkeypatch, capsys):
     monkeypatch.setattr(tasks, "_provision", lambda *args: None)
-    monkeypatch.setattr(tasks, "FASHION_MNIST", ROOT / "tasks.py")  # present: apt is asked for Slurm only
+    monkeypatch.setattr(tasks, "FASHION_MNIST", ROOT / "tasks.py")  # present: apt is not asked for the data
     installs, apt_works = [], [True]
     monkeypatch.setattr(tasks, "_apt_install", lambda *packages: installs.append(packages) or apt_works[0])
     monkeypatch.setattr(tasks.shutil, "which", lambda name, path=None: None)
     tasks.setup()
-    assert installs == [("slurm-wlm", "munge")]
-    assert "installed Debian's slurm-wlm and munge" in capsys.readouterr().out
+    assert installs == [("slurm-wlm", "munge"), ("iproute2",)]
+    out = capsys.readouterr().out
+    assert "installed Debian's slurm-wlm and munge" in out and "installed Debian's iproute2" in out
     apt_works[0] = False
     tasks.setup()
-    assert "Slurm not installed (needs root + apt-get)" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "Slurm not installed (needs root + apt-get)" in out and "iproute2 not installed" in out
     installs.clear()
     monkeypatch.setattr(tasks.shutil, "which", lambda name, path=None: f"/usr/sbin/{name}")
     tasks.setup()
-    assert installs == [] and "Slurm" not in capsys.readouterr().out, "installed: nothing to do"
+    out = capsys.readouterr().out
+    assert installs == [] and "Slurm" not in out and "iproute2" not in out, "installed: nothing to do"
+    monkeypatch.setattr(tasks.shutil, "which", lambda name, path=None: None if name == "tc" else f"/x/{name}")
+    tasks.setup()
+    assert installs == [("iproute2",)], "one of ip and tc missing is enough to install iproute2"
 
 
 def test_setup_digest_of_the_oldest_venv_covers_its_own_constraints(tmp_path):
@@ -358,15 +364,15 @@ def test_wall_time_sentence_and_readme_update(tmp_path):
     folder = tmp_path / "notebooks"
     folder.mkdir()
     paths = []
-    for name, seconds in [("01_a.ipynb", 6.4), ("02_b.ipynb", None), ("03_c.ipynb", 409)]:
+    for name, seconds in [("01_a.ipynb", 6.4), ("02_b.ipynb", None), ("03_c.ipynb", 409), ("03b_d.ipynb", 9)]:
         nb = _papermill_notebook()
         if seconds is not None:
             nm.strip_run_metadata(nb, seconds)
         nbformat.write(nb, folder / name)
         paths.append(folder / name)
-    assert nm.wall_times(paths) == {"01": 6, "03": 409}
+    assert nm.wall_times(paths) == {"01": 6, "03": 409, "03b": 9}  # 03b is not 03
     assert nm.update_readme(readme, paths)
-    assert readme.read_text() == (f"Times <!-- wall-times -->({machine}: 01 6 s, 03 409 s, under 7 minutes in all)"
+    assert readme.read_text() == (f"Times <!-- wall-times -->({machine}: 01 6 s, 03 409 s, 03b 9 s, under 8 minutes in all)"
                                   "<!-- /wall-times -->;\nmore\n")
     assert not nm.update_readme(readme, paths)
     readme.write_text(original)
