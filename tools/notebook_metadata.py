@@ -68,9 +68,10 @@ def wall_time(path: Path) -> int | None:
 
 
 def label(path: Path) -> str:
-    """``01`` for notebooks/01_*.ipynb, ``solutions/01`` for other folders."""
+    """``01`` for notebooks/01_*.ipynb (``05b`` for 05b_*), ``solutions/07`` for other folders."""
     path = Path(path)
-    return path.name[:2] if path.parent.name == "notebooks" else f"{path.parent.name}/{path.name[:2]}"
+    number = path.name.split("_", 1)[0]
+    return number if path.parent.name == "notebooks" else f"{path.parent.name}/{number}"
 
 
 def wall_times(paths: list[Path]) -> dict[str, int]:
