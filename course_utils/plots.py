@@ -97,3 +97,38 @@ def plot_ps_cluster(workers: int = 2, ps: int = 2, title: str | None = None):
         ax.set_title(title)
     fig.tight_layout()
     return fig
+
+
+def plot_measured_vs_predicted(x: Sequence[float], measured: Mapping[str, Sequence[Sequence[float]]],
+                               predicted: Mapping[str, Sequence[float]], xlabel: str, ylabel: str,
+                               title: str | None = None):
+    """One line per series: the measured medians with min-max whiskers (solid), the prediction dashed.
+
+    ``measured`` is ``{series: [values at x[0], values at x[1], ...]}`` (several repeats per point) and
+    ``predicted`` ``{series: [value at each x]}``, with the same series names. The x axis is logarithmic.
+    """
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+    import numpy as np  # noqa: PLC0415
+
+    if set(measured) != set(predicted) or not measured:
+        raise ValueError(f"measured {sorted(measured)} and predicted {sorted(predicted)} need the same series")
+    bad = [s for s in measured if len(measured[s]) != len(x) or len(predicted[s]) != len(x)]
+    if bad:
+        raise ValueError(f"series {bad} do not have one point per x value ({len(x)})")
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for k, series in enumerate(measured):
+        color = f"C{k}"
+        medians = np.array([np.median(v) for v in measured[series]])
+        whiskers = [medians - [min(v) for v in measured[series]], [max(v) for v in measured[series]] - medians]
+        ax.errorbar(x, medians, yerr=whiskers, marker="o", capsize=3, color=color, label=f"{series}, measured")
+        ax.plot(x, predicted[series], linestyle="--", color=color, alpha=0.7, label=f"{series}, predicted")
+    ax.set_xscale("log")
+    ax.set_xticks(list(x), [str(v) for v in x])
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small")
+    if title:
+        ax.set_title(title)
+    fig.tight_layout()
+    return fig

@@ -45,3 +45,18 @@ def test_ps_cluster_diagram_has_a_box_per_task():
     assert boxes == ["coordinator (chief)", "worker 0", "worker 1", "worker 2", "ps 0", "ps 1"]
     with pytest.raises(ValueError, match="at least one worker and one ps"):
         plots.plot_ps_cluster(2, 0)
+
+
+def test_measured_vs_predicted_draws_medians_whiskers_and_dashed_predictions():
+    fig = plots.plot_measured_vs_predicted([32, 128], {"slow": [[1.0, 3.0, 2.0], [5.0, 6.0, 7.0]]},
+                                           {"slow": [1.5, 6.5]}, xlabel="batch", ylabel="images/s")
+    ax = fig.axes[0]
+    measured, predicted = ax.lines[0], ax.lines[-1]
+    assert list(measured.get_ydata()) == [2.0, 6.0] and list(predicted.get_ydata()) == [1.5, 6.5]
+    assert predicted.get_linestyle() == "--" and ax.get_xscale() == "log"
+    whiskers = ax.collections[0].get_segments()
+    assert [(seg[0][1], seg[1][1]) for seg in whiskers] == [(1.0, 3.0), (5.0, 7.0)]
+    with pytest.raises(ValueError, match="same series"):
+        plots.plot_measured_vs_predicted([1], {"a": [[1.0]]}, {"b": [1.0]}, xlabel="x", ylabel="y")
+    with pytest.raises(ValueError, match="one point per x"):
+        plots.plot_measured_vs_predicted([1, 2], {"a": [[1.0]]}, {"a": [1.0]}, xlabel="x", ylabel="y")

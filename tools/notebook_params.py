@@ -28,6 +28,7 @@ SMOKE = {
     "STEPS": 40,
     "FIT_STEPS": 5,
     "OUTAGE_S": 3.0,
+    "TRAIN_IMAGES": 1024,
 }
 
 
