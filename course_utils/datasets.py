@@ -8,7 +8,9 @@ Sources are tried in this order, and the one used is reported:
 2. local IDX files: the directory in ``$COURSE_FASHION_MNIST_DIR``, else Debian's
    package ``dataset-fashion-mnist`` (``/usr/share/datasets/fashion-mnist``);
 3. a TFDS download, when the download server answers within a few seconds and
-   offline mode is off (``offline=True`` or ``$COURSE_OFFLINE=1`` turns it off).
+   offline mode is off (``offline=True`` or ``$COURSE_OFFLINE=1`` turns it off);
+4. for SVHN only (``svhn_cropped``, which no package registry ships): a *generated stand-in*,
+   :mod:`course_utils.svhn_standin`, reported as such: it is not real SVHN.
 
 tensorflow-datasets is optional: when it is missing or broken the IDX files are still
 used, and the error raised when no source works says what went wrong with it.
@@ -39,6 +41,7 @@ class DatasetSpec:
     num_classes: int
     splits: tuple[str, ...]
     idx_files: dict[str, tuple[str, str]]  # split -> (images, labels)
+    generated: bool = False  # offline, a generated stand-in (course_utils.svhn_standin) replaces it
 
 
 DATASETS = {
@@ -49,6 +52,7 @@ DATASETS = {
             "test": ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"),
         },
     ),
+    "svhn_cropped": DatasetSpec("svhn_cropped", (32, 32, 3), 10, ("train", "test"), idx_files={}, generated=True),
 }
 
 
@@ -85,6 +89,8 @@ def _idx_dirs() -> list[Path]:
 
 
 def _load_idx(spec: DatasetSpec, split: str, limit: int | None, tried: list[str]):
+    if split not in spec.idx_files:
+        return None
     image_file, label_file = spec.idx_files[split]
     for directory in _idx_dirs():
         images_path, labels_path = directory / image_file, directory / label_file
@@ -227,6 +233,13 @@ def load(
         builder.download_and_prepare()
         ds = builder.as_dataset(split=tfds_split, as_supervised=True)
         return done(ds, _count(ds), f"TFDS download into {builder.data_dir}")
+
+    # 4. A generated stand-in (SVHN).
+    if spec.generated:
+        from course_utils import svhn_standin  # noqa: PLC0415
+
+        images, labels = svhn_standin.load(split, n=limit)
+        return done(tf.data.Dataset.from_tensor_slices((images, labels)), len(labels), svhn_standin.SOURCE)
 
     hints = {
         "fashion_mnist": (

@@ -70,9 +70,9 @@ def test_prepared_tfds_data_comes_first(monkeypatch, only_fake_idx):
     assert info.num_examples == 7
 
 
-@pytest.mark.parametrize("name", ["mnist", "svhn_cropped"])
+@pytest.mark.parametrize("name", ["mnist", "svhn"])
 def test_unknown_dataset_lists_available(name):
-    with pytest.raises(ValueError, match=re.escape(f"Unknown dataset {name!r}. Available: fashion_mnist.")):
+    with pytest.raises(ValueError, match=re.escape(f"Unknown dataset {name!r}. Available: fashion_mnist, svhn_cropped.")):
         datasets.load(name)
 
 
@@ -213,3 +213,24 @@ def test_interrupting_tfds_is_not_swallowed(monkeypatch, only_fake_idx):
     monkeypatch.setitem(sys.modules, "tensorflow_datasets", Interrupted("tensorflow_datasets"))
     with pytest.raises(KeyboardInterrupt):
         datasets.load("fashion_mnist", "test", limit=5, verbose=False)
+
+
+def test_svhn_offline_is_the_generated_stand_in_and_says_so(nothing_local, tmp_path, capsys):
+    info = datasets.load("svhn_cropped", "test", limit=40, offline=True)
+    assert "generated stand-in" in info.source and "NOT real SVHN" in info.source
+    assert "NOT real SVHN" in capsys.readouterr().out
+    assert info.num_examples == 40 and info.image_shape == (32, 32, 3) and info.num_classes == 10
+    images = [image for image, _ in info.dataset]
+    assert images[0].dtype == tf.uint8 and images[0].shape == (32, 32, 3) and len(images) == 40
+    assert (tmp_path / "tfds" / "svhn_standin").is_dir(), "cached in the course's data directory"
+
+
+def test_svhn_online_goes_through_tfds(nothing_local, monkeypatch):
+    tfds = pytest.importorskip("tensorflow_datasets")
+    monkeypatch.setattr(datasets, "tfds_reachable", lambda timeout=3.0: True)
+    with tfds.testing.mock_data(num_examples=12):  # no network: TFDS' own mock of download and data
+        info = datasets.load("svhn_cropped", "train", limit=5, offline=False, verbose=False)
+        image, label = next(iter(info.dataset))
+    assert info.source.startswith("TFDS download into")
+    assert info.num_examples == 12  # the mock ignores the split's slice ("train[:5]"); real TFDS data takes it
+    assert image.shape == (32, 32, 3) and image.dtype == tf.uint8 and label.dtype == tf.int64
