@@ -187,8 +187,10 @@ def _venv_env(venv_dir: Path = VENV) -> dict[str, str]:
 
 
 def course(args: list[str]) -> int:
+    """Execute the notebooks and solutions in place, then generate the exercises from the solutions."""
     setup()
-    return subprocess.run([PY, ROOT / "tools" / "run_notebooks.py", *args], env=_venv_env()).returncode
+    ran = subprocess.run([PY, ROOT / "tools" / "run_notebooks.py", *args], env=_venv_env()).returncode
+    return ran or subprocess.run([PY, ROOT / "tools" / "make_exercises.py"], env=_venv_env()).returncode
 
 
 def oldest_test_commands(args: list[str]) -> list[list]:
