@@ -112,7 +112,7 @@ def test_nbval_fails_when_a_checked_output_changes(tmp_path, notebook_data_env):
 
 def test_readme_lists_every_notebook_with_a_colab_badge():
     readme = (ROOT / "README.md").read_text()
-    for path in NOTEBOOKS:
+    for path in NOTEBOOKS + sorted((ROOT / "exercises").glob("[0-9]*.ipynb")):
         rel = str(path.relative_to(ROOT))
         assert f"]({rel})" in readme, f"README's notebook table misses {rel}"
         assert f"colab.research.google.com/github/" in readme and f"/blob/main/{rel})" in readme
