@@ -210,9 +210,9 @@ class Network:
         self.rate = bits
 
     def qdiscs(self) -> list[str]:
-        """What ``tc qdisc show`` says for each link's host end (to print in a notebook)."""
-        return [f"{name}: " + self._tc("qdisc", "show", "dev", "eth0", netns=name).strip()
-                for name in self.namespaces]
+        """What ``tc qdisc show`` says for both ends of every link (to print in a notebook)."""
+        return [f"{netns} {device}: " + self._tc("qdisc", "show", "dev", device, netns=netns).strip()
+                for link in self.links() for netns, device in link]
 
     # -- using it -----------------------------------------------------------------------------------
     def exec_prefix(self, host: int) -> list[str]:

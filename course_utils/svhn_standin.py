@@ -10,7 +10,8 @@ Modern) of varied size, colour and contrast, dark on light (60 %) or light on da
 flat, graded or stained plate that sometimes ends at an edge near the border; it is slightly
 rotated, sheared and shifted, blurred and noisy, and parts of its neighbours are cut off at
 the left and right edges as in real crops. Labels are uniform over 0-9 (real SVHN has more
-1s and 2s than 9s). A ridge classifier on gray pixels gets about 40 % (chance: 10 %).
+1s and 2s than 9s). A ridge classifier on gray pixels gets about 20-24 % (chance: 10 %),
+the course's CNN about 91 % (solution 07).
 
 - :func:`generate` -- ``(images, labels)`` in memory, deterministic for ``(n, split, seed)``.
 - :func:`load`     -- the same, cached on disk as one ``.npz`` per (seed, split, n, version).

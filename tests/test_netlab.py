@@ -88,7 +88,7 @@ def test_network_is_created_and_removed(prefix):
     assert netlab.existing(prefix) == []
     with netlab.Network(2, rate="1gbit", prefix=prefix) as net:
         assert netlab.existing(prefix) == sorted([f"{prefix}-0", f"{prefix}-1", f"{prefix}-hub"])
-        assert all("rate 1Gbit" in line for line in net.qdiscs())
+        assert len(net.qdiscs()) == 4 and all("rate 1Gbit" in line for line in net.qdiscs())  # both ends
         net.set_rate(None)
         assert not any(" tbf " in line for line in net.qdiscs())
         host_links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout

@@ -138,8 +138,10 @@ def test_bad_input_says_what_to_do(kwargs, message, tmp_path):
 
 def test_learnable_by_a_linear_classifier_but_not_trivially(train):
     accuracy = svhn_standin._linear_probe(train, generate(1000, split="test"))
-    # Chance is 10 %. Measured here (seed 0): ridge 38.7 %, nearest class mean 15.9 %.
-    assert 0.2 < accuracy["ridge"] < 0.8, accuracy
+    # Chance is 10 %; on 1,000 test images one standard error is about 1 point, so 15 % is clearly above it.
+    # Measured (seed 0, version 2): ridge 20.5 % (19.6 % with the oldest NumPy and matplotlib), nearest
+    # class mean 11 %. Pixels alone are a weak signal; the CNN of solution 07 reaches about 91 %.
+    assert 0.15 < accuracy["ridge"] < 0.8, accuracy
     assert accuracy["nearest_class_mean"] < 0.8, accuracy
 
 
