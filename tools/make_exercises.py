@@ -47,17 +47,17 @@ def exercise_from(solution: nbformat.NotebookNode) -> nbformat.NotebookNode:
 
 def solution_lines(solution: nbformat.NotebookNode) -> list[str]:
     """The non-trivial lines that only the solution regions hold (what must never reach an exercise;
-    a line the notebook also gives outside a region, such as ``with strategy.scope():``, may)."""
-    inside_lines, outside_lines, inside = [], set(), False
+    what the notebook also gives outside a region, such as ``with strategy.scope():`` or an instruction
+    naming a variable, may)."""
+    inside_lines, outside_lines, inside = [], [], False
     for cell in solution.cells:
         for line in cell.source.splitlines():
             if MARKER.search(line):
                 inside = "BEGIN" in line
-            elif inside:
-                inside_lines.append(line.strip())
             else:
-                outside_lines.add(line.strip())
-    return [line for line in inside_lines if len(line) > 12 and line not in outside_lines]
+                (inside_lines if inside else outside_lines).append(line.strip())
+    given = "\n".join(outside_lines)
+    return [line for line in inside_lines if len(line) > 12 and line not in given]
 
 
 def pairs() -> list[tuple[Path, Path]]:
