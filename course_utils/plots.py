@@ -132,3 +132,36 @@ def plot_measured_vs_predicted(x: Sequence[float], measured: Mapping[str, Sequen
         ax.set_title(title)
     fig.tight_layout()
     return fig
+
+
+def plot_system(monitor, rates: Mapping[str, float] | None = None, title: str | None = None):
+    """A :class:`~course_utils.monitor.SystemMonitor`'s samples over time: one line per CPU core (and per GPU,
+    utilisation and memory, where it has them), each marked phase shaded and labelled with its name and,
+    from ``rates`` (``{phase: images/s}``), its throughput."""
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    gpus = monitor.gpu_utilization.shape[1]
+    fig, axes = plt.subplots(2 if gpus else 1, 1, figsize=(8, 5.5 if gpus else 3.4), sharex=True, squeeze=False)
+    panels = [(axes[0, 0], monitor.cpu, "CPU core {}", "CPU utilisation (%)")]
+    if gpus:
+        panels.append((axes[1, 0], monitor.gpu_utilization, "GPU {} busy", "GPU (%)"))
+        for k in range(gpus):
+            axes[1, 0].plot(monitor.times, monitor.gpu_memory[:, k], linestyle=":", label=f"GPU {k} memory")
+    for ax, series, name, ylabel in panels:
+        for k in range(series.shape[1]):
+            ax.plot(monitor.times, series[:, k], linewidth=1, label=name.format(k))
+        for i, phase in enumerate(monitor.phases()):
+            ax.axvspan(phase.start, phase.end, color=f"C{i % 10}", alpha=0.08)
+            if ax is axes[0, 0]:
+                rate = f"\n{rates[phase.label]:,.0f} images/s" if rates and phase.label in rates else ""
+                ax.text((phase.start + phase.end) / 2, 103, phase.label + rate, ha="center", va="bottom",
+                        fontsize="small")
+        ax.set_ylim(0, 100)
+        ax.set_ylabel(ylabel)
+        ax.legend(fontsize="x-small", loc="lower right")
+        ax.grid(alpha=0.3)
+    axes[-1, 0].set_xlabel("seconds")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
