@@ -29,6 +29,7 @@ SMOKE = {
     "FIT_STEPS": 5,
     "OUTAGE_S": 3.0,
     "TRAIN_IMAGES": 1024,
+    "SWEEP_IMAGES": 256,
 }
 
 
