@@ -1,0 +1,305 @@
+"""Training throughput of the course's CNN over configurations, against this machine's measured peak.
+
+    python benchmarks/training_throughput.py                 # the naive run, then the cures one at a time
+    python benchmarks/training_throughput.py --grid --replicas 1,2 --batches 64,256 --precision float32
+    python benchmarks/training_throughput.py --help
+
+Each configuration runs in a process of its own (logical devices are fixed when TensorFlow starts):
+``Model.fit`` under ``MirroredStrategy`` on ``replicas`` logical CPU devices (GPUs where present) trains
+one untimed epoch of ``--steps`` steps (tracing, compiling, filling caches) and then ``--repeats`` timed
+epochs; the training steps alone are timed (``course_utils.callbacks.Throughput``), and the median and
+range over the repeats are reported. The same run measures the peak: the fastest matrix multiply of
+TensorFlow (float32 and bfloat16) and of NumPy's BLAS, at the thread count the training uses, and counts
+the CNN's training FLOPs per image from its layer shapes (forward pass x 3: the backward pass costs about
+twice the forward). A configuration TensorFlow cannot run here is recorded with TensorFlow's message.
+Then the best float32 configuration and the best overall train ``--accuracy-epochs`` epochs from the same
+seed and report their test accuracy. Results: a table, ``--out``.json and ``--out``.png (about 8 minutes
+on 2 CPU cores with the defaults).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import itertools
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULT = "RESULT "
+
+
+@dataclass(frozen=True)
+class Config:
+    replicas: int = 2
+    batch: int = 64            # per replica
+    input: str = "naive"       # "naive": map and batch only; "cached": + cache, prefetch
+    steps_per_execution: int = 1
+    xla: bool = False
+    precision: str = "float32"  # or "mixed_bfloat16", "mixed_float16"
+
+    def label(self) -> str:
+        return (f"{self.replicas}x{self.batch} {self.input} spe{self.steps_per_execution}"
+                f"{' xla' if self.xla else ''} {self.precision.replace('mixed_', '')}")
+
+
+def preset() -> list[Config]:
+    """The seeds' naive run, the cures one at a time on two replicas, and the same on one device."""
+    naive = Config()
+    cached = replace(naive, input="cached")
+    big = replace(cached, batch=256)
+    return [naive, cached, big, replace(big, steps_per_execution=8), replace(big, xla=True),
+            replace(big, precision="mixed_bfloat16"),
+            replace(big, replicas=1, batch=512), replace(big, replicas=1, batch=512, xla=True),
+            replace(big, replicas=1, batch=512, precision="mixed_bfloat16")]
+
+
+def grid(args) -> list[Config]:
+    lists = [args.replicas, args.batches, args.input, args.steps_per_execution, args.xla, args.precision]
+    return [Config(*values) for values in itertools.product(*lists)]
+
+
+# -- inside a child process -------------------------------------------------------------------------------
+
+def accuracy(config: Config, epochs: int, limit: int) -> dict:
+    """Test accuracy after ``epochs`` epochs of ``limit`` images, from seed 0 (the same start for every config)."""
+    model, ds, _ = _build(config, limit, shuffle=True)
+    model.fit(ds, epochs=epochs, verbose=0)
+    import tensorflow as tf  # noqa: PLC0415
+
+    from course_utils import datasets, pipeline  # noqa: PLC0415
+
+    test = datasets.load("fashion_mnist", "test", verbose=False).dataset.map(pipeline.scale_image).batch(1000)
+    return {"config": asdict(config), "epochs": epochs, "images": limit,
+            "test_accuracy": float(model.evaluate(test, verbose=0, return_dict=True)["accuracy"])}
+
+
+def _build(config: Config, limit: int, shuffle: bool = False):
+    from course_utils.devices import recommended_cross_device_ops, simulate_devices  # noqa: PLC0415
+
+    devices = simulate_devices(config.replicas, verbose=False)
+    import keras  # noqa: PLC0415
+    import tensorflow as tf  # noqa: PLC0415
+
+    from course_utils import datasets, models, pipeline  # noqa: PLC0415
+
+    keras.utils.set_random_seed(0)
+    keras.mixed_precision.set_global_policy(config.precision)
+    strategy = tf.distribute.MirroredStrategy(devices, cross_device_ops=recommended_cross_device_ops())
+    global_batch = config.batch * config.replicas
+    train = datasets.load("fashion_mnist", "train", limit=limit, verbose=False)
+    ds = train.dataset.map(pipeline.scale_image)
+    if config.input == "cached":
+        ds = ds.cache()
+    if shuffle:
+        ds = ds.shuffle(10_000, seed=0)
+    ds = ds.batch(global_batch, drop_remainder=True)
+    if config.input == "cached":
+        ds = ds.prefetch(tf.data.AUTOTUNE)
+    with strategy.scope():
+        model = models.build_cnn(train.image_shape, train.num_classes)
+        model.compile(optimizer=keras.optimizers.Adam(), jit_compile=config.xla, metrics=["accuracy"],
+                      steps_per_execution=config.steps_per_execution,
+                      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return model, ds, global_batch
+
+
+def run_config(config: Config, steps: int, repeats: int, limit: int) -> dict:
+    from course_utils import callbacks  # noqa: PLC0415
+
+    model, ds, global_batch = _build(config, limit)
+    steps = max(steps // config.steps_per_execution, 1) * config.steps_per_execution
+    meter = callbacks.Throughput(steps * global_batch)
+    model.fit(ds.repeat(), epochs=1 + repeats, steps_per_epoch=steps, callbacks=[meter], verbose=0)
+    return {"config": asdict(config), "images_per_s": meter.images_per_sec[1:], "steps": steps}
+
+
+def measure_peak() -> dict:
+    from course_utils import models, peak  # noqa: PLC0415
+
+    model = models.build_cnn()
+    return {"peak_flops": peak.matmul_peak(repeats=10), "training_flops": peak.training_flops(model),
+            "profiled_forward_flops": peak.profiled_forward_flops(model)}
+
+
+# -- the parent ---------------------------------------------------------------------------------------------
+
+def _child(payload: dict) -> dict:
+    done = subprocess.run([sys.executable, __file__, "--child", json.dumps(payload)], capture_output=True,
+                          text=True, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}, timeout=1800)
+    lines = [line for line in done.stdout.splitlines() if line.startswith(RESULT)]
+    if done.returncode != 0 or not lines:
+        if "peak" in payload:
+            raise RuntimeError(f"measuring the peak failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
+        # A configuration TensorFlow cannot run here (XLA under MirroredStrategy on logical CPU devices,
+        # say) is a result too: recorded with TensorFlow's own message, and the grid goes on.
+        return {**payload, "error": _reason(done.stderr) or f"exit {done.returncode}"}
+    return json.loads(lines[-1][len(RESULT):])
+
+
+def _reason(stderr: str) -> str | None:
+    """TensorFlow's own words for a failure: the message of the last exception, and where that is only
+    "Graph execution error:", the status text printed after the traceback of the failing node."""
+    lines = stderr.splitlines()
+    found = [i for i, line in enumerate(lines) if re.match(r"[\w.]*(Error|Exception):", line)]
+    if not found:
+        return None
+    i = found[-1]
+    message = lines[i].split(":", 1)[1].strip()
+    if not message.endswith(":"):
+        return message[:400]
+    for line in lines[i + 1:]:
+        if line.strip() and not line[0].isspace() and not line.startswith("Detected at node"):
+            return re.sub(r"^\(\d+\) [A-Z_]+:\s*", "", line.strip())[:400]
+    return message[:400]
+
+
+def summarize(results: list[dict], measured: dict) -> tuple[list[str], dict]:
+    """The table (one row per configuration) and the headline figures, each rate as a fraction of the peak."""
+    fp32_peak = max(v for k, v in measured["peak_flops"].items() if k.endswith("float32"))
+    flops = measured["training_flops"]
+    ran = [r for r in results if "images_per_s" in r]
+    for r in ran:
+        r["median"] = statistics.median(r["images_per_s"])
+        r["fraction_of_fp32_peak"] = r["median"] * flops / fp32_peak
+    naive = ran[0]["median"] if ran and results[0] is ran[0] else None
+    rows = [f"{'configuration':<34} {'images/s: median (range)':>26} {'vs naive':>9} {'of fp32 peak':>13}"]
+    for r in results:
+        label = Config(**r["config"]).label()
+        if "error" in r:
+            rows.append(f"{label:<34} fails here: {r['error'][:90]}")
+            continue
+        rates = r["images_per_s"]
+        ratio = f"{r['median'] / naive:8.2f}x" if naive else f"{'':>9}"
+        rows.append(f"{label:<34} {r['median']:>10,.0f} ({min(rates):,.0f}-{max(rates):,.0f}){'':>3} {ratio} "
+                    f"{r['fraction_of_fp32_peak']:>12.0%}")
+    fp32 = [r for r in ran if r["config"]["precision"] == "float32"]
+    best_fp32 = max(fp32, key=lambda r: r["median"]) if fp32 else None
+    best = max(ran, key=lambda r: r["median"]) if ran else None
+    headline = {"fp32_peak_flops": fp32_peak, "naive_images_per_s": naive,
+                "best_fp32": best_fp32 and Config(**best_fp32["config"]).label(),
+                "best_fp32_images_per_s": best_fp32 and best_fp32["median"],
+                "best_fp32_fraction_of_peak": best_fp32 and best_fp32["fraction_of_fp32_peak"],
+                "best": best and Config(**best["config"]).label(), "best_images_per_s": best and best["median"]}
+    if best and best_fp32:
+        headline["best_over_best_fp32"] = best["median"] / best_fp32["median"]
+    if best and naive:
+        headline["best_over_naive"] = best["median"] / naive
+    return rows, headline
+
+
+def plot(results: list[dict], path: Path, fp32_peak_images: float) -> None:
+    import matplotlib  # noqa: PLC0415
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt  # noqa: PLC0415
+
+    ran = [r for r in results if "median" in r]
+    medians = [r["median"] for r in ran]
+    spread = [[m - min(r["images_per_s"]) for m, r in zip(medians, ran)],
+              [max(r["images_per_s"]) - m for m, r in zip(medians, ran)]]
+    fig, ax = plt.subplots(figsize=(max(6, 0.7 * len(ran)), 4.5))
+    ax.bar(range(len(ran)), medians, yerr=spread, capsize=3)
+    ax.axhline(fp32_peak_images, color="k", linestyle="--", label="float32 matmul peak / FLOPs per image")
+    ax.set_xticks(range(len(ran)), [Config(**r["config"]).label() for r in ran], rotation=50, ha="right",
+                  fontsize="small")
+    ax.set_ylabel("images/s (median, min-max)")
+    ax.set_title("Course CNN training throughput on this machine")
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ints = lambda text: [int(v) for v in text.split(",")]  # noqa: E731
+    words = lambda text: text.split(",")  # noqa: E731
+    parser.add_argument("--grid", action="store_true", help="every combination of the lists below "
+                        "(default: the naive run, then the cures one at a time, on 2 replicas and on one device)")
+    parser.add_argument("--replicas", type=ints, default=[1, 2])
+    parser.add_argument("--batches", type=ints, default=[64, 256], help="per-replica batch sizes")
+    parser.add_argument("--input", type=words, default=["naive", "cached"])
+    parser.add_argument("--steps-per-execution", type=ints, default=[1, 8])
+    parser.add_argument("--xla", type=lambda t: [v == "on" for v in t.split(",")], default=[False],
+                        help="off,on")
+    parser.add_argument("--precision", type=words, default=["float32", "mixed_bfloat16"])
+    parser.add_argument("--steps", type=int, default=20, help="training steps per timed epoch")
+    parser.add_argument("--repeats", type=int, default=5, help="timed epochs per configuration (after one untimed)")
+    parser.add_argument("--limit", type=int, default=20_000, help="training examples")
+    parser.add_argument("--accuracy-epochs", type=int, default=2,
+                        help="epochs of --limit images for the test-accuracy check of the best float32 and the best "
+                             "configuration (0: skip)")
+    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "training_throughput"))
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        payload = json.loads(args.child)
+        if payload.get("peak"):
+            found = measure_peak()
+        elif "epochs" in payload:
+            found = accuracy(Config(**payload["config"]), payload["epochs"], payload["limit"])
+        else:
+            found = run_config(Config(**payload["config"]), payload["steps"], payload["repeats"], payload["limit"])
+        print(RESULT + json.dumps(found), flush=True)
+        return 0
+    from course_utils.devices import quiet_tensorflow  # noqa: PLC0415
+
+    quiet_tensorflow()  # the version lookup at the end imports TensorFlow: without its start-up lines
+    started = time.perf_counter()
+    configs = grid(args) if args.grid else preset()
+    measured = _child({"peak": True})
+    print("peak, 2048x2048 matmul: " + ", ".join(f"{k} {v / 1e9:.0f} GFLOP/s" for k, v in measured["peak_flops"].items()))
+    print(f"the CNN: {measured['training_flops'] / 1e6:.1f} MFLOP per training image (forward x 3); TensorFlow's "
+          f"profiler counts the forward pass as {(measured['profiled_forward_flops'] or 0) / 1e6:.1f} MFLOP")
+    results = []
+    for config in configs:
+        results.append(_child({"config": asdict(config), "steps": args.steps, "repeats": args.repeats,
+                               "limit": args.limit}))
+        r = results[-1]
+        print(f"  {config.label()}: " + (f"fails: {r['error'][:100]}" if "error" in r else
+                                         f"{statistics.median(r['images_per_s']):,.0f} images/s"), flush=True)
+    rows, headline = summarize(results, measured)
+    print("\n".join(rows))
+    accuracies = []
+    if args.accuracy_epochs and headline["best"]:
+        by_label = {Config(**r["config"]).label(): r for r in results}
+        for r in [by_label[headline["best_fp32"]]] + ([by_label[headline["best"]]]
+                                                      if headline["best"] != headline["best_fp32"] else []):
+            accuracies.append(_child({"config": r["config"], "epochs": args.accuracy_epochs, "limit": args.limit}))
+            found = accuracies[-1]
+            print(f"test accuracy after {args.accuracy_epochs} epochs of {args.limit:,} images, "
+                  f"{Config(**r['config']).label()}: " + (f"{found['test_accuracy']:.4f}" if "test_accuracy" in found
+                                                          else f"fails: {found.get('error')}"))
+        if len(accuracies) == 2 and all("test_accuracy" in a for a in accuracies):
+            headline["accuracy_best_minus_best_fp32_points"] = 100 * (accuracies[1]["test_accuracy"]
+                                                                     - accuracies[0]["test_accuracy"])
+            print(f"difference: {headline['accuracy_best_minus_best_fp32_points']:+.2f} points")
+    fp32_peak_images = headline["fp32_peak_flops"] / measured["training_flops"]
+    print(f"best float32: {headline['best_fp32']} at {headline['best_fp32_fraction_of_peak']:.0%} of the float32 "
+          f"peak; best: {headline['best']}, {headline.get('best_over_best_fp32', float('nan')):.2f}x the best "
+          f"float32 and {headline.get('best_over_naive', float('nan')):.2f}x the naive run")
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    import tensorflow as tf  # noqa: PLC0415  (only for its version)
+
+    out.with_suffix(".json").write_text(json.dumps({
+        "date": datetime.date.today().isoformat(), "machine": platform.processor() or platform.machine(),
+        "cpus": os.cpu_count(), "python": platform.python_version(), "tensorflow": tf.__version__,
+        **measured, "steps": args.steps, "repeats": args.repeats, "headline": headline,
+        "accuracy": accuracies, "results": results,
+        "seconds": round(time.perf_counter() - started)}, indent=1) + "\n")
+    plot(results, out.with_suffix(".png"), fp32_peak_images)
+    print(f"wrote {out.with_suffix('.json')} and {out.with_suffix('.png')} in {time.perf_counter() - started:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
