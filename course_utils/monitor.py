@@ -52,6 +52,7 @@ class SystemMonitor:
         self.interval = float(interval)
         self._nvml = _load_nvml() if nvml is None else (nvml or None)
         self._handles: list = []
+        self._gpu_count = 0  # GPUs sampled (kept after the handles are released)
         self.gpu_note = ""
         self.times: list[float] = []
         self._cpu: list[list[float]] = []
@@ -124,6 +125,7 @@ class SystemMonitor:
             return
         count = self._nvml.nvmlDeviceGetCount()
         self._handles = [self._nvml.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
+        self._gpu_count = count
         self.gpu_note = f"{count} GPU(s) through NVML" if count else "no GPU metrics: NVML sees no GPU"
 
     def _close_gpus(self) -> None:
@@ -140,15 +142,12 @@ class SystemMonitor:
     @property
     def gpu_utilization(self) -> np.ndarray:
         """Per-GPU utilisation in percent (NVML's "GPU busy" time), one row per sample; no columns without GPUs."""
-        return np.array(self._gpu_util, dtype=float).reshape(len(self._gpu_util), len(self._handles_seen()))
+        return np.array(self._gpu_util, dtype=float).reshape(len(self._gpu_util), self._gpu_count)
 
     @property
     def gpu_memory(self) -> np.ndarray:
         """Per-GPU memory in use, percent of the GPU's total, one row per sample."""
-        return np.array(self._gpu_mem, dtype=float).reshape(len(self._gpu_mem), len(self._handles_seen()))
-
-    def _handles_seen(self) -> list:
-        return self._gpu_util[0] if self._gpu_util else []
+        return np.array(self._gpu_mem, dtype=float).reshape(len(self._gpu_mem), self._gpu_count)
 
     def phases(self) -> list[Phase]:
         """The marked phases in order, each with its start and end (seconds since the start)."""
