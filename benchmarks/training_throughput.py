@@ -164,7 +164,9 @@ def _reason(stderr: str) -> str | None:
 
 def summarize(results: list[dict], measured: dict) -> tuple[list[str], dict]:
     """The table (one row per configuration) and the headline figures, each rate as a fraction of the peak."""
-    fp32_peak = max(v for k, v in measured["peak_flops"].items() if k.endswith("float32"))
+    from course_utils import peak  # noqa: PLC0415
+
+    fp32_peak = peak.fp32_peak(measured["peak_flops"])
     flops = measured["training_flops"]
     ran = [r for r in results if "images_per_s" in r]
     for r in ran:
