@@ -98,9 +98,13 @@ with servers.start(sys.argv[1], cluster=spec, threads=1, log_dir=sys.argv[2]) as
                                          tf_keras.layers.Dense(256), tf_keras.layers.Dense(10)])
             model.compile(optimizer="adam", loss=tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True))
         shards = {v.name: [s.device.split("/device")[0] for s in getattr(v, "variables", [v])] for v in model.weights}
-        history = model.fit(tf_keras.utils.experimental.DatasetCreator(dataset_fn), epochs=2, steps_per_epoch=3,
+        images, labels = next(iter(dataset_fn().unbatch().batch(256)))  # one fixed batch, read on the coordinator
+        def fixed_loss():
+            return float(model.loss(labels, model(images, training=False)))
+        before = fixed_loss()
+        history = model.fit(tf_keras.utils.experimental.DatasetCreator(dataset_fn), epochs=2, steps_per_epoch=10,
                             verbose=0).history
-        return {"losses": history["loss"], "shards": shards}
+        return {"losses": history["loss"], "fixed_batch": [before, fixed_loss()], "shards": shards}
     attempt("tf_keras_fit_sharded", tf_keras_fit)
 print("REPORT " + json.dumps(report), flush=True)
 '''
@@ -150,6 +154,10 @@ def test_tf_keras_fit_trains_a_kernel_sharded_over_two_parameter_servers(report)
     result = report["tf_keras_fit_sharded"]
     assert result["ok"], result
     losses, shards = result["value"]["losses"], result["value"]["shards"]
-    assert len(losses) == 2 and losses[1] < losses[0]
+    assert len(losses) == 2  # one loss per epoch: fit ran both epochs
+    # Per-epoch losses of 32-image batches under asynchronous updates are too noisy to compare (CI once saw
+    # 2.66 then 2.98); the loss on one fixed 256-image batch before and after 20 Adam steps is not.
+    before, after = result["value"]["fixed_batch"]
+    assert after < 0.8 * before, (before, after)
     kernel = [places for name, places in shards.items() if name.startswith("dense/kernel")]
     assert sorted(sum(kernel, [])) == ["/job:ps/replica:0/task:0", "/job:ps/replica:0/task:1"]
