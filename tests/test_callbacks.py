@@ -54,8 +54,10 @@ def test_throughput_times_training_steps_only():
                      meter.epoch_wall_seconds):
         assert min(parts) >= 0 and sum(parts[:3]) == pytest.approx(parts[3])
     for seconds, rate, first in zip(meter.epoch_seconds, meter.images_per_sec, meter.first_step_seconds):
-        assert 0 < first <= seconds < 0.3, "the 0.3 s spent after the last batch was counted"
+        assert 0 < first <= seconds
         assert rate == pytest.approx(40 / seconds)
+    # epoch 1 also traces the step (its length depends on the machine's load); later epochs are 5 tiny steps
+    assert max(meter.epoch_seconds[1:]) < 0.3, "the 0.3 s spent after the last batch was counted"
     assert lines[0].startswith("Epoch 1: training steps ") and lines[0].endswith(" images/s")
     assert len(lines) == 3
 
