@@ -122,18 +122,3 @@ def test_ci_runs_exactly_the_readme_test_command():
     ci = (ROOT / ".ci" / "run").read_text()
     assert "python3 tasks.py test" in (ROOT / "README.md").read_text()
     assert [line for line in ci.splitlines() if "tasks.py" in line] == ["exec python3 tasks.py test"]
-
-
-@pytest.mark.notebook
-def test_course_runner_prints_a_progress_line_per_notebook(tmp_path, notebook_data_env):
-    runner = ROOT / "tools" / "run_notebooks.py"
-    env = dict(os.environ, **notebook_data_env)
-    proc = subprocess.run([sys.executable, str(runner), "--smoke", "--output-dir", str(tmp_path), "01_"],
-                          env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "[1/1] notebooks/01_strategies_overview.ipynb ..." in proc.stdout
-    assert re.search(r"\[1/1\] notebooks/01_strategies_overview.ipynb done in \d+ s", proc.stdout)
-    assert (tmp_path / "notebooks" / "01_strategies_overview.ipynb").exists()
-    missing = subprocess.run([sys.executable, str(runner), "no-such-notebook"], env=env,
-                             capture_output=True, text=True, timeout=60)
-    assert missing.returncode == 2 and "No notebook matches" in missing.stderr

@@ -391,16 +391,21 @@ def test_readme_wall_times_equal_the_notebooks_metadata():
 
 
 @pytest.mark.notebook
-def test_course_runner_strips_run_metadata_and_leaves_readme_alone_in_smoke_mode(tmp_path, notebook_data_env):
+def test_course_runner_prints_progress_strips_run_metadata_and_leaves_readme_alone_in_smoke_mode(tmp_path, notebook_data_env):
     readme = (ROOT / "README.md").read_bytes()
     env = dict(os.environ, **notebook_data_env)
     proc = subprocess.run([sys.executable, str(ROOT / "tools" / "run_notebooks.py"), "--smoke",
                            "--output-dir", str(tmp_path), "01_"],
                           env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "[1/1] notebooks/01_strategies_overview.ipynb ..." in proc.stdout  # a progress line per notebook
+    assert re.search(r"\[1/1\] notebooks/01_strategies_overview.ipynb done in \d+ s", proc.stdout)
     out = next(tmp_path.glob("notebooks/01_*.ipynb"))
     nb = nbformat.read(out, as_version=4)
     assert "papermill" not in nb.metadata and isinstance(nb.metadata["course"]["wall_time_s"], int)
     assert not [c for c in nb.cells if {"papermill", "execution"} & set(c.metadata)]
     assert all(c.execution_count for c in nb.cells if c.cell_type == "code")
     assert (ROOT / "README.md").read_bytes() == readme
+    missing = subprocess.run([sys.executable, str(ROOT / "tools" / "run_notebooks.py"), "no-such-notebook"],
+                             env=env, capture_output=True, text=True, timeout=60)
+    assert missing.returncode == 2 and "No notebook matches" in missing.stderr
