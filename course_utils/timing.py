@@ -41,17 +41,21 @@ def throughput(examples: int, seconds: float) -> float:
     return examples / seconds
 
 
-def interleaved_rates(variants: dict, examples: int, rounds: int, warmup: int = 1) -> dict[str, list[float]]:
+def interleaved_rates(variants: dict, examples: int | dict, rounds: int, warmup: int = 1) -> dict[str, list[float]]:
     """Time ``{name: run_once}`` side by side; return each variant's throughput per run.
 
     Every variant first runs ``warmup`` times untimed (tracing, compiling, filling caches);
     then, ``rounds`` times, each variant runs once in turn. Interleaving spreads a slow
     spell of a shared machine over all variants instead of one, and the repeats give
     the median and spread that :func:`spread_table` prints. ``examples`` is what one
-    run processes (images per epoch, say).
+    run processes (images per epoch, say): one number for all variants, or
+    ``{name: examples}`` when they differ (full batches of different sizes, say).
     """
     if rounds < 1 or warmup < 0:
         raise ValueError(f"need rounds >= 1 and warmup >= 0, got rounds={rounds}, warmup={warmup}")
+    counts = examples if isinstance(examples, dict) else dict.fromkeys(variants, examples)
+    if missing := [name for name in variants if name not in counts]:
+        raise KeyError(f"examples has no count for {missing}: give one per variant, or one number for all")
     for run_once in variants.values():
         for _ in range(warmup):
             run_once()
@@ -60,7 +64,7 @@ def interleaved_rates(variants: dict, examples: int, rounds: int, warmup: int = 
         for name, run_once in variants.items():
             start = time.perf_counter()
             run_once()
-            rates[name].append(throughput(examples, time.perf_counter() - start))
+            rates[name].append(throughput(counts[name], time.perf_counter() - start))
     return rates
 
 

@@ -34,6 +34,20 @@ def test_interleaved_rates_warm_up_then_alternate():
         interleaved_rates(variants, examples=10, rounds=0)
 
 
+def test_interleaved_rates_with_an_example_count_per_variant(monkeypatch):
+    clock = [0.0]
+    monkeypatch.setattr("course_utils.timing.time.perf_counter", lambda: clock[0])
+
+    def takes(seconds):
+        return lambda: clock.__setitem__(0, clock[0] + seconds)
+
+    variants = {"small": takes(1.0), "large": takes(2.0)}
+    rates = interleaved_rates(variants, examples={"small": 10, "large": 40}, rounds=2, warmup=0)
+    assert rates == {"small": [10.0, 10.0], "large": [20.0, 20.0]}
+    with pytest.raises(KeyError, match="no count for"):
+        interleaved_rates(variants, examples={"small": 10}, rounds=1)
+
+
 def test_median_and_spread_table():
     assert median([3.0, 1.0, 2.0]) == 2.0 and median([4.0, 1.0, 3.0, 2.0]) == 2.5
     with pytest.raises(ValueError):
