@@ -73,8 +73,6 @@ def accuracy(config: Config, epochs: int, limit: int) -> dict:
     """Test accuracy after ``epochs`` epochs of ``limit`` images, from seed 0 (the same start for every config)."""
     model, ds, _ = _build(config, limit, shuffle=True)
     model.fit(ds, epochs=epochs, verbose=0)
-    import tensorflow as tf  # noqa: PLC0415
-
     from course_utils import datasets, pipeline  # noqa: PLC0415
 
     test = datasets.load("fashion_mnist", "test", verbose=False).dataset.map(pipeline.scale_image).batch(1000)
