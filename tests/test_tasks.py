@@ -391,7 +391,8 @@ def test_readme_wall_times_equal_the_notebooks_metadata():
 
 
 @pytest.mark.notebook
-def test_course_runner_prints_progress_strips_run_metadata_and_leaves_readme_alone_in_smoke_mode(tmp_path, notebook_data_env):
+def test_course_runner_in_smoke_mode_prints_progress_and_strips_run_metadata(tmp_path, notebook_data_env):
+    """...and leaves README alone, and says so when no notebook matches."""
     readme = (ROOT / "README.md").read_bytes()
     env = dict(os.environ, **notebook_data_env)
     proc = subprocess.run([sys.executable, str(ROOT / "tools" / "run_notebooks.py"), "--smoke",
