@@ -187,8 +187,12 @@ def test_multi_worker_all_reduce_across_namespaces(prefix, tmp_path):
 
         before = netlab.bytes_sent()
         total = tf.function(lambda: strategy.run(replica_fn))()
+        low, high = float(tf.reduce_min(total)), float(tf.reduce_max(total))
+        # A worker can hold the result while its own last bytes still sit in its socket: a second, tiny
+        # all-reduce ends only once the peer got them, so the counter is read after that one.
+        strategy.reduce("SUM", strategy.run(lambda: tf.constant(1.0)), axis=None)
         print("step 1", flush=True)
-        print("SUM", float(tf.reduce_min(total)), float(tf.reduce_max(total)), netlab.bytes_sent() - before)
+        print("SUM", low, high, netlab.bytes_sent() - before)
         """))
     with netlab.Network(2, prefix=prefix) as net:
         result = cluster.run(script, cluster=net.cluster(), prefix=net.task_prefix, threads=1, show="quiet",
@@ -197,5 +201,6 @@ def test_multi_worker_all_reduce_across_namespaces(prefix, tmp_path):
         line = next(line for line in task.log_path.read_text().splitlines() if line.startswith("SUM"))
         low, high, sent = line.split()[1:]
         assert float(low) == float(high) == 3.0  # 1 + 2 everywhere
-        assert int(sent) >= 4 * n  # a ring of 2 sends each worker's half twice: the tensor's bytes, plus headers
+        # a ring of 2 sends each worker's half twice: the tensor's bytes, plus headers and framing
+        assert 4 * n <= int(sent) < 1.2 * 4 * n, f"{int(sent) / 1e6:.2f} MB sent for {4 * n / 1e6:.2f} MB of tensor"
     wait_until(lambda: not any(alive(t.pid) for t in result.tasks), what="workers gone")
