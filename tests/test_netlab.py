@@ -163,9 +163,15 @@ def test_interrupted_and_killed_owners(prefix, how):
 @needs_netns
 @pytest.mark.parametrize("rate", ["100mbit", "1gbit"])
 def test_a_limited_link_carries_its_rate(prefix, rate):
+    # A stream can fall short when the machine is busy (two Python processes move the bytes): up to three
+    # tries, and none may exceed the rate.
+    measured = []
     with netlab.Network(2, rate=rate, prefix=prefix) as net:
-        measured = net.bandwidth(0, 1, seconds=1.5) * 8
-    assert 0.85 < measured / netlab.rate_bits(rate) < 1.15, f"{measured / 1e6:.1f} Mbit/s through a {rate} link"
+        while len(measured) < 3 and not (measured and measured[-1] / netlab.rate_bits(rate) > 0.85):
+            measured.append(net.bandwidth(0, 1, seconds=1.5) * 8)
+    mbits = ", ".join(f"{m / 1e6:.1f}" for m in measured)
+    assert 0.85 < max(measured) / netlab.rate_bits(rate), f"{mbits} Mbit/s through a {rate} link"
+    assert max(measured) / netlab.rate_bits(rate) < 1.15, f"{mbits} Mbit/s through a {rate} link"
 
 
 @needs_netns

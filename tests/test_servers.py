@@ -190,6 +190,7 @@ def test_a_worker_with_one_interop_thread_is_refused_before_anything_starts(fake
 
 def test_a_task_that_listens_but_never_says_it_is_ready_times_out(fake):
     with fake.start() as tasks:
+        tasks.wait_listening(timeout=30)  # started and listening, however loaded the machine
         with pytest.raises(ClusterTimeout, match="did not print 'serving at' within 0.5 s"):
             tasks.wait_listening(timeout=0.5, ready="serving at")
 
