@@ -327,6 +327,7 @@ def test_without_threads_no_thread_variables_no_pinning(fake, monkeypatch, capsy
 
 
 def test_log_files_and_pipes_are_closed(fake):
+    gc.collect()  # what earlier tests left unclosed is theirs, not this run's
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         fake.run({"all": {"train": (1, 1, 0.01)}})

@@ -160,14 +160,24 @@ def test_a_job_over_its_timeout_is_cancelled(cluster, tmp_path):
 
 @needs_slurm
 def test_an_interrupt_while_waiting_cancels_the_job(cluster, tmp_path):
-    timer = threading.Timer(1.5, _thread.interrupt_main)  # what Jupyter's stop button does
-    timer.start()
+    def jobs():
+        return [int(i) for i in cluster.run("squeue", "-h", "-t", "all", "-o", "%A").stdout.split()]
+
+    before, stop = max(jobs(), default=0), threading.Event()
+
+    def interrupt_once_queued():  # what Jupyter's stop button does, once sbatch has handed the job over
+        while not stop.wait(0.1):
+            if max(jobs(), default=0) > before:
+                _thread.interrupt_main()
+                return
+
+    threading.Thread(target=interrupt_once_queued, daemon=True).start()
     try:
         with pytest.raises(KeyboardInterrupt):
             slurm.submit(script(tmp_path, "sleep 300"), cluster, cwd=tmp_path, timeout=60)
     finally:
-        timer.cancel()
-    job_id = str(max(int(i) for i in cluster.run("squeue", "-h", "-t", "all", "-o", "%A").stdout.split()))
+        stop.set()
+    job_id = str(max(jobs()))
     deadline = time.monotonic() + 10
     while slurm.job_fields(cluster, job_id)["JobState"] != "CANCELLED":
         assert time.monotonic() < deadline
