@@ -222,15 +222,18 @@ def start(script=None, *, module: str | None = None, cluster: dict, types=("work
 
 
 @contextlib.contextmanager
-def coordinator_log():
-    """Collect what TensorFlow's Python logger says in the block (a coordinator logs every failed remote
-    call at length, on stdout and stderr) instead of printing it; yields the list of messages."""
+def coordinator_log(level: int = logging.INFO):
+    """Collect what TensorFlow's Python logger says in the block at ``level`` and above (a coordinator
+    logs every failed remote call at length, and at INFO its recovery: "Cluster successfully recovered.")
+    instead of printing it; yields the list of messages, appended as they come."""
     logger, messages = logging.getLogger("tensorflow"), []
     collector = logging.Handler()
     collector.emit = lambda record: messages.append(record.getMessage())
-    saved = logger.handlers[:], logger.propagate
+    saved = logger.handlers[:], logger.propagate, logger.level
     logger.handlers, logger.propagate = [collector], False
+    logger.setLevel(level)
     try:
         yield messages
     finally:
-        logger.handlers, logger.propagate = saved
+        logger.handlers, logger.propagate = saved[:2]
+        logger.setLevel(saved[2])

@@ -268,9 +268,18 @@ def test_coordinator_log_collects_tensorflows_messages_and_restores_the_logger(c
     import logging
 
     logger = logging.getLogger("tensorflow")
-    before = (logger.handlers[:], logger.propagate)
+    original = logger.level
+    logger.setLevel(logging.ERROR)  # as the notebooks leave it
+    before = (logger.handlers[:], logger.propagate, logger.level)
     with servers.coordinator_log() as messages:
         logger.error("Worker %s failed with UnavailableError():Socket closed", "/job:worker/replica:0/task:1")
-    assert messages == ["Worker /job:worker/replica:0/task:1 failed with UnavailableError():Socket closed"]
-    assert (logger.handlers, logger.propagate) == before
+        logger.info("Cluster successfully recovered.")
+        logger.debug("not collected")
+    assert messages == ["Worker /job:worker/replica:0/task:1 failed with UnavailableError():Socket closed",
+                        "Cluster successfully recovered."]
+    assert (logger.handlers, logger.propagate, logger.level) == before
     assert "Socket closed" not in capsys.readouterr().err
+    with servers.coordinator_log(logging.WARNING) as messages:
+        logger.info("Cluster successfully recovered.")
+    assert messages == [] and logger.level == logging.ERROR
+    logger.setLevel(original)
