@@ -229,11 +229,11 @@ def coordinator_log(level: int = logging.INFO):
     logger, messages = logging.getLogger("tensorflow"), []
     collector = logging.Handler()
     collector.emit = lambda record: messages.append(record.getMessage())
-    saved = logger.handlers[:], logger.propagate, logger.level
+    handlers, propagate, level_before = logger.handlers[:], logger.propagate, logger.level
     logger.handlers, logger.propagate = [collector], False
     logger.setLevel(level)
     try:
         yield messages
     finally:
-        logger.handlers, logger.propagate = saved[:2]
-        logger.setLevel(saved[2])
+        logger.handlers, logger.propagate = handlers, propagate
+        logger.setLevel(level_before)
