@@ -34,7 +34,7 @@ def worker_main(argv=None) -> None:
     import keras  # noqa: PLC0415
     import tensorflow as tf  # noqa: PLC0415
 
-    from course_utils import datasets, devices, models, pipeline  # noqa: PLC0415
+    from course_utils import datasets, devices, models, pipeline, worker_exit  # noqa: PLC0415
 
     devices.quiet_tensorflow()
 
@@ -80,6 +80,7 @@ def worker_main(argv=None) -> None:
         print(f"batch {batch} step {steps}", flush=True)
         print(RESULT + json.dumps({"workers": workers, "per_worker_batch": batch, "steps": steps,
                                    "seconds": seconds, "images_per_s": steps * global_batch / seconds}), flush=True)
+    worker_exit.leave_together()  # nobody exits while a peer is still inside the last all-reduce
 
 
 @dataclass

@@ -163,17 +163,22 @@ def test_interrupted_and_killed_owners(prefix, how):
 @needs_netns
 @pytest.mark.parametrize("rate", ["100mbit", "1gbit"])
 def test_a_limited_link_carries_its_rate(prefix, rate):
-    # A stream can fall short when the machine is busy (two Python processes move the bytes): up to three
-    # tries, and none may exceed the rate.
-    measured = []
-    with netlab.Network(2, rate=rate, prefix=prefix) as net:
+    """The limit holds, and below it the link costs nothing. Two Python processes move the bytes, so on a
+    busy machine even an unlimited link can be slower than the rate: each limited stream is judged against
+    an unlimited one measured right beside it, under the same load (up to three tries)."""
+    bits, tries = netlab.rate_bits(rate), []
+    with netlab.Network(2, rate=None, prefix=prefix) as net:
         for _ in range(3):
-            measured.append(net.bandwidth(0, 1, seconds=1.5) * 8)
-            if measured[-1] / netlab.rate_bits(rate) > 0.85:
+            free = net.bandwidth(0, 1, seconds=1.5) * 8
+            net.set_rate(rate)
+            limited = net.bandwidth(0, 1, seconds=1.5) * 8
+            net.set_rate(None)
+            tries.append((limited, free))
+            if limited > 0.85 * min(bits, free):
                 break
-    mbits = ", ".join(f"{m / 1e6:.1f}" for m in measured)
-    assert 0.85 < max(measured) / netlab.rate_bits(rate), f"{mbits} Mbit/s through a {rate} link"
-    assert max(measured) / netlab.rate_bits(rate) < 1.15, f"{mbits} Mbit/s through a {rate} link"
+    said = "; ".join(f"{limited / 1e6:.0f} Mbit/s limited, {free / 1e6:.0f} unlimited" for limited, free in tries)
+    assert all(limited < 1.15 * bits for limited, _ in tries), f"over the {rate} limit: {said}"
+    assert any(limited > 0.85 * min(bits, free) for limited, free in tries), f"short of {rate}: {said}"
 
 
 @needs_netns
@@ -182,7 +187,7 @@ def test_multi_worker_all_reduce_across_namespaces(prefix, tmp_path):
     n = 2_400_000  # about the course CNN's weights
     script = tmp_path / "all_reduce.py"
     script.write_text(textwrap.dedent(f"""
-        from course_utils import devices, netlab
+        from course_utils import devices, netlab, worker_exit
         devices.quiet_tensorflow()
         import tensorflow as tf
         ring = tf.distribute.experimental.CommunicationImplementation.RING
@@ -196,9 +201,9 @@ def test_multi_worker_all_reduce_across_namespaces(prefix, tmp_path):
         before = netlab.bytes_sent()
         total = tf.function(lambda: strategy.run(replica_fn))()
         low, high = float(tf.reduce_min(total)), float(tf.reduce_max(total))
-        # A worker can hold the result while its own last bytes still sit in its socket: a second, tiny
-        # all-reduce ends only once the peer got them, so the counter is read after that one.
-        strategy.reduce("SUM", strategy.run(lambda: tf.constant(1.0)), axis=None)
+        # A worker can hold the result while its own last bytes still sit in its socket: the barrier
+        # of worker_exit passes only once every worker's all-reduce has ended, so the counter is read after it.
+        worker_exit.leave_together()
         print("step 1", flush=True)
         print("SUM", low, high, netlab.bytes_sent() - before)
         """))
