@@ -1,0 +1,78 @@
+"""Keras 3 under MirroredStrategy averages the *first* batch of ``fit``/``evaluate`` over the replicas.
+
+``keras/src/backend/tensorflow/trainer.py`` ``_maybe_symbolic_build`` calls ``strategy.reduce("MEAN", ...)``
+on the first distributed batch to build the model (since keras-team/keras#20051); replicas' pieces of
+different sizes make that sum fail ("Inputs to operation AddN ... must have the same size and shape").
+The notebooks therefore give ``evaluate`` a first batch that is a multiple of the replica count, and their
+``check-parameters`` cells refuse test sets whose first batch cannot split (``course_utils.parameters``).
+
+Each case runs in a fresh process: it needs 3 logical devices, and devices are fixed once per process.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+pytestmark = pytest.mark.notebook  # TensorFlow processes of their own
+
+SETUP = textwrap.dedent("""
+    import json, os
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    import numpy as np
+    import tensorflow as tf
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 3)
+    import keras
+
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1", "/cpu:2"])
+    rng = np.random.default_rng(0)
+    x, y = rng.random((500, 28, 28, 1), dtype=np.float32), rng.integers(0, 10, 500)
+
+    def build():
+        keras.utils.set_random_seed(1)
+        model = keras.Sequential([keras.Input((28, 28, 1)), keras.layers.Flatten(), keras.layers.Dense(10)])
+        model.compile(optimizer="sgd", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                      metrics=["accuracy"])
+        return model
+
+    with strategy.scope():
+        mirrored = build()
+    one_device = build()
+    one_device.set_weights(mirrored.get_weights())
+    """)
+
+
+def run(body: str) -> dict:
+    done = subprocess.run([sys.executable, "-c", SETUP + textwrap.dedent(body)], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_an_uneven_first_batch_still_fails_in_keras():
+    """When this fails, Keras has fixed it: drop the multiple-of-replicas test batch in notebook 04, the
+    ``first_batch_splits`` checks, and this test."""
+    out = run("""
+        try:
+            mirrored.evaluate(tf.data.Dataset.from_tensor_slices((x, y)).batch(500), verbose=0)  # 167/167/166
+            print(json.dumps({"failed": False}))
+        except tf.errors.InvalidArgumentError as error:
+            print(json.dumps({"failed": True, "message": str(error)}))
+        """)
+    assert out["failed"], "Keras 3 evaluates an uneven first batch under MirroredStrategy now: remove the workaround"
+    assert "AddN" in out["message"] and "must have the same size and shape" in out["message"]
+
+
+def test_a_first_batch_that_is_a_multiple_of_the_replicas_gives_the_one_device_accuracy():
+    out = run("""
+        batch = 3 * (500 // 3)  # 498, then 2 examples: only the first batch must split evenly
+        _, accuracy = mirrored.evaluate(tf.data.Dataset.from_tensor_slices((x, y)).batch(batch), verbose=0)
+        _, reference = one_device.evaluate(x, y, batch_size=500, verbose=0)
+        print(json.dumps({"accuracy": accuracy, "reference": reference}))
+        """)
+    assert out["accuracy"] == out["reference"]

@@ -1,0 +1,93 @@
+"""Every notebook's parameter checks, executed alone: the parameters cell, then the ``check-parameters`` cell.
+
+Values students try (3 devices or workers, batches that do not divide) either pass -- the notebook then
+runs with them -- or stop in that cell with a message naming values that work. No TensorFlow here: the
+checks run before the devices are configured.
+"""
+
+from __future__ import annotations
+
+import nbformat
+import pytest
+
+from course_utils import parameters
+from notebook_params import ROOT, course_notebooks, smoke_parameters
+
+NOTEBOOKS = [str(p.relative_to(ROOT)) for p in course_notebooks()]
+
+
+def run_checks(notebook: str, **overrides) -> None:
+    """Execute the notebook's parameters cell, the overrides (as papermill injects them), then its checks."""
+    cells = nbformat.read(ROOT / notebook, as_version=4).cells
+    at = next(i for i, c in enumerate(cells) if "parameters" in c.metadata.get("tags", []))
+    check = cells[at + 1]
+    assert parameters.CHECK_TAG in check.metadata.get("tags", []), "the check cell follows the parameters cell"
+    namespace: dict = {}
+    exec(cells[at].source, namespace)  # noqa: S102 (the notebook's own cells)
+    namespace.update(overrides)
+    exec(check.source, namespace)  # noqa: S102
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS)
+def test_default_and_smoke_values_pass(notebook):
+    run_checks(notebook)
+    run_checks(notebook, **smoke_parameters(ROOT / notebook))
+
+
+@pytest.mark.parametrize(("notebook", "values"), [
+    ("notebooks/02_mirrored_strategy_fit.ipynb", {"NUM_DEVICES": 3}),
+    ("notebooks/02_mirrored_strategy_fit.ipynb", {"NUM_DEVICES": 3, "TEST_LIMIT": 99}),  # first batch 99 = 3 x 33
+    ("notebooks/04_single_vs_multi_device.ipynb", {"NUM_DEVICES": 3}),  # its test batch is a multiple of 3
+    ("notebooks/04_single_vs_multi_device.ipynb", {"NUM_DEVICES": 3, "TEST_LIMIT": 256}),
+    ("notebooks/04_single_vs_multi_device.ipynb", {"NUM_DEVICES": 3, "LIMIT": 59_904}),
+    ("notebooks/05_multi_worker.ipynb", {"WORKERS": 3}),
+    ("notebooks/06_parameter_servers.ipynb", {"WORKERS": 3, "PER_STEP_BATCH": 99}),
+    ("solutions/07_svhn.ipynb", {"NUM_DEVICES": 3, "TEST_LIMIT": 1000}),
+    ("notebooks/01_strategies_overview.ipynb", {"NUM_DEVICES": 3}),
+    ("notebooks/03_custom_training_loop.ipynb", {"NUM_DEVICES": 2, "TRAIN_REPLICAS": None}),
+    ("notebooks/08_slurm.ipynb", {"WORKERS": 1}),
+])
+def test_other_device_and_worker_counts_that_work_pass(notebook, values):
+    run_checks(notebook, **values)
+
+
+@pytest.mark.parametrize(("notebook", "values", "message"), [
+    ("notebooks/06_parameter_servers.ipynb", {"WORKERS": 3, "PER_STEP_BATCH": 100},
+     "PER_STEP_BATCH = 100 is not a multiple of WORKERS = 3: the synchronous run splits every step's examples "
+     "evenly over the workers. Use a multiple of 3, e.g. PER_STEP_BATCH = 99 or 102, or change WORKERS."),
+    ("notebooks/02_mirrored_strategy_fit.ipynb", {"NUM_DEVICES": 3, "TEST_LIMIT": 100},
+     "TEST_LIMIT = 100: the first batch would be 100 examples, which NUM_DEVICES = 3 replicas cannot split evenly"),
+    ("solutions/07_svhn.ipynb", {"NUM_DEVICES": 3, "TEST_LIMIT": 100}, "Use TEST_LIMIT >= 192, or a multiple of 3"),
+    ("notebooks/04_single_vs_multi_device.ipynb", {"NUM_DEVICES": 3, "TEST_LIMIT": 2},
+     "NUM_DEVICES = 3 is more than TEST_LIMIT = 2"),
+    ("notebooks/04_single_vs_multi_device.ipynb", {"NUM_DEVICES": 0}, "NUM_DEVICES = 0: give a whole number"),
+    ("notebooks/04_single_vs_multi_device.ipynb", {"SCALING_BATCHES": [8, 0]}, "SCALING_BATCHES[1] = 0"),
+    ("notebooks/05_multi_worker.ipynb", {"LIMIT": 100}, "PER_WORKER_BATCH * WORKERS = 128 is more than LIMIT = 100"),
+    ("notebooks/05b_network_links.ipynb", {"TRAIN_IMAGES": 500}, "is more than TRAIN_IMAGES = 500"),
+    ("notebooks/02_mirrored_strategy_fit.ipynb", {"EPOCHS": 2.5}, "EPOCHS = 2.5: give a whole number"),
+    ("notebooks/03_custom_training_loop.ipynb", {"TRAIN_REPLICAS": 4}, "TRAIN_REPLICAS = 4 is more than NUM_DEVICES = 3"),
+    ("notebooks/08_slurm.ipynb", {"WORKERS": 64}, "WORKERS = 64 is more than this machine's cores"),
+    ("notebooks/01_strategies_overview.ipynb", {"NUM_DEVICES": -1}, "NUM_DEVICES = -1: give a whole number"),
+    ("notebooks/04_single_vs_multi_device.ipynb", {"NUM_DEVICES": 3, "LIMIT": None},
+     "LIMIT = 60000 is not a multiple of PER_REPLICA_BATCH * NUM_DEVICES = 192"),
+    ("notebooks/04_single_vs_multi_device.ipynb", {"LIMIT": 384}, "the larger-batch cure (4x) needs a batch. Use LIMIT >= 512"),
+    ("notebooks/04_single_vs_multi_device.ipynb", {"SWEEP_IMAGES": 256}, "Use SWEEP_IMAGES >= 512"),
+    ("notebooks/02_mirrored_strategy_fit.ipynb", {"EPOCHS": 3}, "Use EPOCHS >= 4"),
+    ("notebooks/05_multi_worker.ipynb", {"EPOCHS": 1}, "Use EPOCHS >= 2"),
+    ("notebooks/05b_network_links.ipynb", {"SLOW": "10gbit"}, "SLOW = '10gbit' is not one of RATES"),
+    ("notebooks/05b_network_links.ipynb", {"SCALING_BATCHES": [128, 32]}, "in increasing order"),
+    ("notebooks/06_parameter_servers.ipynb", {"STEPS": 3}, "Use STEPS >= 4"),
+])
+def test_values_that_cannot_work_stop_with_a_message(notebook, values, message):
+    with pytest.raises(parameters.ParameterError) as stopped:
+        run_checks(notebook, **values)
+    assert message in str(stopped.value)
+
+
+def test_divisible_offers_the_nearest_multiples():
+    with pytest.raises(parameters.ParameterError, match=r"e\.g\. B = 3\b"):
+        parameters.divisible("B", 2, "N", 3, why="x")
+    parameters.divisible("B", 6, "N", 3, why="x")
+    with pytest.raises(parameters.ParameterError, match="Use N <= 4"):
+        parameters.at_most("N", 5, "L", 4, why="x")
+    parameters.first_batch_splits("T", None, 96, 3, "R")  # the whole split: the first batch is a full 96
