@@ -17,9 +17,11 @@ import os
 import queue
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -80,6 +82,7 @@ class LocalCluster:
     cpus: int
     env: dict
     daemons: dict = field(default_factory=dict)  # name -> subprocess.Popen
+    readers: dict = field(default_factory=dict)  # name -> the thread copying its output to <name>.log
     started_s: float = 0.0  # first daemon started to node idle
 
     @property
@@ -131,6 +134,7 @@ def _wait(cluster: LocalCluster, ready, what: str, deadline: float) -> None:
     while True:
         for name, proc in cluster.daemons.items():
             if proc.poll() is not None:
+                cluster.readers[name].join(timeout=5)  # its last lines are in its log before we read them
                 raise SlurmError(f"{name} exited with code {proc.returncode} while waiting for {what}; "
                                  f"the last lines of its log:\n{cluster.log_tail(name)}")
         if ready():
@@ -149,11 +153,12 @@ def _node_idle(cluster: LocalCluster) -> bool:
 
 
 @contextlib.contextmanager
-def local_cluster(*, start_timeout: float = 30.0, settings: dict | None = None):
+def local_cluster(*, start_timeout: float = 120.0, settings: dict | None = None):
     """Start a one-node Slurm cluster (see the module's docstring); yield its :class:`LocalCluster`.
 
     ``settings``: ``slurm.conf`` lines to add or change (``{"KillWait": 5}``). A daemon that exits, or a
-    node not idle after ``start_timeout`` seconds, raises :class:`SlurmError` with the daemons' last log lines.
+    node not idle after ``start_timeout`` seconds (about 1 s here; the margin is for a loaded machine),
+    raises :class:`SlurmError` with the daemons' last log lines.
     """
     ok, why = available()
     if not ok:
@@ -173,8 +178,8 @@ def local_cluster(*, start_timeout: float = 30.0, settings: dict | None = None):
         start = time.monotonic()
         deadline = start + start_timeout
         for name, args in daemons.items():
-            cluster.daemons[name], _ = processes.start([_which(name), *args], env=cluster.env, lines=output,
-                                                       tag=name, log_path=directory / f"{name}.log")
+            cluster.daemons[name], cluster.readers[name] = processes.start(
+                [_which(name), *args], env=cluster.env, lines=output, tag=name, log_path=directory / f"{name}.log")
             if name == "munged":  # Slurm's daemons need it from their first message on
                 _wait(cluster, (directory / "munge.socket").exists, "munged's socket", deadline)
         _wait(cluster, lambda: _node_idle(cluster), f"node {cluster.node} to be idle (sinfo)", deadline)
@@ -281,6 +286,24 @@ def free_port_base(n: int, host: str = "localhost") -> int:
     raise SlurmError(f"found no {n} consecutive free ports on {host}")
 
 
+@contextlib.contextmanager
+def _interrupt_held():
+    """Hold Ctrl-C (SIGINT, Jupyter's stop button) back for the block; yield a list that records it.
+
+    ``sbatch`` creates the job before it prints the job's id: an interrupt in between would leave a job
+    that nobody cancels. In the main thread only (signal handlers can be set there only).
+    """
+    caught: list = []
+    if threading.current_thread() is not threading.main_thread():
+        yield caught
+        return
+    previous = signal.signal(signal.SIGINT, lambda *_: caught.append(True))
+    try:
+        yield caught
+    finally:  # a handler installed from C reads as None: Python's default stands for it
+        signal.signal(signal.SIGINT, signal.default_int_handler if previous is None else previous)
+
+
 def submit(script, cluster: LocalCluster, *, args=(), options=(), cwd=None, env=None, timeout: float = 600,
            check: bool = True, poll: float = 0.2, show: bool = False) -> Job:
     """``sbatch --parsable *options script *args`` on ``cluster``, from ``cwd``, with ``env``'s variables
@@ -292,13 +315,18 @@ def submit(script, cluster: LocalCluster, *, args=(), options=(), cwd=None, env=
     ends other than COMPLETED with exit code 0 raises :class:`JobFailed` with the end of its output.
     """
     start = time.monotonic()
-    proc = cluster.run("sbatch", "--parsable", *options, Path(script).resolve(), *args,
-                       check=False, cwd=cwd, env=env)
+    with _interrupt_held() as interrupted:  # Ctrl-C while sbatch hands the job over: cancelled below
+        proc = cluster.run("sbatch", "--parsable", *options, Path(script).resolve(), *args,
+                           check=False, cwd=cwd, env=env)
     if proc.returncode != 0:
+        if interrupted:
+            raise KeyboardInterrupt
         raise SlurmError(f"sbatch refused {script}: {proc.stderr.strip()}")
     job_id = proc.stdout.strip().split(";")[0]
     seen = None
     try:
+        if interrupted:
+            raise KeyboardInterrupt
         while True:
             fields = job_fields(cluster, job_id)
             state = (fields.get("JobState"), fields.get("Reason"))

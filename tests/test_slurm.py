@@ -55,15 +55,16 @@ def script(tmp_path, body: str) -> Path:
 
 @needs_slurm
 def test_cluster_comes_up_idle_and_goes_down_leaving_nothing():
-    before = slurm_pids()
+    before, t0 = slurm_pids(), time.monotonic()
     with slurm.local_cluster() as cluster:
+        entered = time.monotonic() - t0
         assert set(cluster.pids) == {"munged", "slurmctld", "slurmd"}
         assert all(psutil.pid_exists(pid) for pid in cluster.pids.values())
         assert cluster.conf.exists() and cluster.env["SLURM_CONF"] == str(cluster.conf)
         assert cluster.node == os.uname().nodename.split(".")[0] and cluster.cpus == os.cpu_count()
         assert cluster.run("sinfo", "-h", "-N", "-o", "%N %t %c").stdout.split() == [
             cluster.node, "idle", str(cluster.cpus)]
-        assert cluster.started_s < 30
+        assert 0 < cluster.started_s <= entered
     assert_nothing_left(cluster, before)
 
 
@@ -83,7 +84,7 @@ def test_interrupt_while_a_job_runs_cancels_it_and_stops_everything(tmp_path):
         with slurm.local_cluster() as cluster:
             job_id = cluster.run("sbatch", "--parsable", "-n", "2", "-o", tmp_path / "out",
                                  script(tmp_path, "srun sleep 300"), cwd=tmp_path).stdout.strip()
-            deadline = time.monotonic() + 20
+            deadline = time.monotonic() + 120  # returns as soon as both tasks run
             while sum(p.name() == "sleep" for p in slurm.leftovers(cluster.directory)) < 2:
                 assert time.monotonic() < deadline, slurm.job_fields(cluster, job_id)
                 time.sleep(0.1)
@@ -110,16 +111,17 @@ def cluster():
 
 @needs_slurm
 def test_one_task_job_completes_and_its_output_is_read_back(cluster, tmp_path):
-    job = slurm.submit(script(tmp_path, "hostname"), cluster, cwd=tmp_path, timeout=60)
+    t0 = time.monotonic()
+    job = slurm.submit(script(tmp_path, "hostname"), cluster, cwd=tmp_path, timeout=300)
     assert (job.state, job.exit_code) == ("COMPLETED", 0)
     assert job.output == [tmp_path / f"slurm-{job.id}.out"] and job.text() == cluster.node + "\n"
-    assert job.elapsed_s < 60
+    assert 0 < job.elapsed_s <= time.monotonic() - t0
 
 
 @needs_slurm
 def test_two_task_job_runs_both_tasks(cluster, tmp_path):
     body = "#SBATCH --ntasks=2\nsrun bash -c 'echo task $SLURM_PROCID of $SLURM_NTASKS'"
-    job = slurm.submit(script(tmp_path, body), cluster, cwd=tmp_path, timeout=60)
+    job = slurm.submit(script(tmp_path, body), cluster, cwd=tmp_path, timeout=300)
     assert (job.state, job.exit_code) == ("COMPLETED", 0)
     assert sorted(job.text().splitlines()) == ["task 0 of 2", "task 1 of 2"]
 
@@ -127,32 +129,34 @@ def test_two_task_job_runs_both_tasks(cluster, tmp_path):
 @needs_slurm
 def test_a_failing_job_raises_with_its_exit_code_and_output(cluster, tmp_path):
     with pytest.raises(slurm.JobFailed, match="(?s)ended FAILED with exit code 3.*about to fail") as failed:
-        slurm.submit(script(tmp_path, "echo about to fail; exit 3"), cluster, cwd=tmp_path, timeout=60)
+        slurm.submit(script(tmp_path, "echo about to fail; exit 3"), cluster, cwd=tmp_path, timeout=300)
     assert failed.value.job.exit_code == 3
-    job = slurm.submit(script(tmp_path, "exit 3"), cluster, cwd=tmp_path, timeout=60, check=False)
+    job = slurm.submit(script(tmp_path, "exit 3"), cluster, cwd=tmp_path, timeout=300, check=False)
     assert (job.state, job.exit_code) == ("FAILED", 3)
 
 
 @needs_slurm
-def test_a_job_asking_for_more_tasks_than_the_node_has_fails_at_once(cluster, tmp_path):
+def test_a_job_asking_for_more_tasks_than_the_node_has_fails_at_once(cluster, tmp_path, monkeypatch):
     """Slurm would keep it pending forever (reason PartitionConfig)."""
-    tasks = 4 * cluster.cpus
-    start = time.monotonic()
+    tasks, seen, real = 4 * cluster.cpus, [], slurm.job_fields
+    monkeypatch.setattr(slurm, "job_fields", lambda *args: seen.append(real(*args)) or seen[-1])
     with pytest.raises(slurm.JobNeverStarts) as never:
         slurm.submit(script(tmp_path, "srun hostname"), cluster, options=["--ntasks", tasks], cwd=tmp_path,
-                     timeout=60)
-    assert time.monotonic() - start < 10
+                     timeout=600)
+    # "at once": at the first look that shows the reason, not at the timeout (clock-free)
+    assert seen[-1].get("Reason") == "PartitionConfig"
+    assert all(fields.get("Reason") != "PartitionConfig" for fields in seen[:-1])
     message = str(never.value)
     assert "PartitionConfig" in message and f"asks for {tasks} tasks" in message
     assert f"{cluster.cpus} CPUs" in message and f"--ntasks={cluster.cpus}" in message
-    assert slurm.job_fields(cluster, never.value.job.id)["JobState"] == "CANCELLED"
+    assert real(cluster, never.value.job.id)["JobState"] == "CANCELLED"
 
 
 @needs_slurm
 def test_a_job_over_its_timeout_is_cancelled(cluster, tmp_path):
     with pytest.raises(slurm.JobTimeout, match="did not finish within 2 s") as late:
         slurm.submit(script(tmp_path, "sleep 300"), cluster, cwd=tmp_path, timeout=2)
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60
     while slurm.job_fields(cluster, late.value.job.id)["JobState"] != "CANCELLED":
         assert time.monotonic() < deadline
         time.sleep(0.1)
@@ -178,9 +182,30 @@ def test_an_interrupt_while_waiting_cancels_the_job(cluster, tmp_path):
     finally:
         stop.set()
     job_id = str(max(jobs()))
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60
     while slurm.job_fields(cluster, job_id)["JobState"] != "CANCELLED":
         assert time.monotonic() < deadline
+        time.sleep(0.1)
+
+
+@needs_slurm
+def test_an_interrupt_while_sbatch_hands_the_job_over_cancels_it_too(cluster, tmp_path, monkeypatch):
+    """The window between Slurm creating the job and sbatch printing its id: Ctrl-C lands right after sbatch."""
+    real_run, submitted = cluster.run, []
+
+    def run(*command, **kwargs):
+        done = real_run(*command, **kwargs)
+        if command[0] == "sbatch":
+            submitted.append(done.stdout.strip().split(";")[0])
+            _thread.interrupt_main()  # as if Jupyter's stop button was pressed now
+        return done
+
+    monkeypatch.setattr(cluster, "run", run)
+    with pytest.raises(KeyboardInterrupt):
+        slurm.submit(script(tmp_path, "sleep 300"), cluster, cwd=tmp_path, timeout=600)
+    deadline = time.monotonic() + 60
+    while slurm.job_fields(cluster, submitted[0])["JobState"] != "CANCELLED":
+        assert time.monotonic() < deadline, "the job was left running"
         time.sleep(0.1)
 
 
