@@ -147,10 +147,11 @@ class Launcher:
     def running(self) -> list[str]:
         return [name for name, (_, task, _) in self.current.items() if task.ended is None]
 
-    def read(self) -> None:
-        """Show the lines that arrived (waiting up to 0.2 s for the first) and note each task's progress."""
+    def read(self, wait: float = 0.2) -> None:
+        """Show the lines that arrived (waiting up to ``wait`` seconds for the first; 0: not at all) and
+        note each task's progress."""
         try:
-            task, line = self.lines.get(timeout=0.2)
+            task, line = self.lines.get(timeout=wait) if wait > 0 else self.lines.get_nowait()
             while True:
                 if task.progress.update(line) and task.ended is None:
                     self.board.update(task.name, task.progress.describe())
@@ -164,6 +165,8 @@ class Launcher:
         """Record the tasks that exited by themselves; return those that failed."""
         exited = [name for name in self.running() if self.current[name][0].poll() is not None]
         self.stop(exited, "exit")  # their leaders are gone: take their children too
+        if exited:  # stop() joined their readers: their last lines are queued; note them before the status
+            self.read(wait=0)
         for name in exited:
             task = self.current[name][1]
             self.board.update(name, f"exited with code {task.returncode} ({task.progress.describe()})")
@@ -192,8 +195,9 @@ class Launcher:
                 self.start(member, attempt)
             while True:
                 self.read()
-                now = time.monotonic()
-                if self.reap() and failed_at is None and restart_at is None:
+                failed = self.reap()
+                now = time.monotonic()  # after reap(): a failure counts from when it was seen, not before
+                if failed and failed_at is None and restart_at is None:
                     failed_at = now
                 if pending is not None and pending.task in self.running():
                     task = self.current[pending.task][1]

@@ -1,3 +1,4 @@
+import gc
 import time
 
 import keras
@@ -7,8 +8,8 @@ import pytest
 from course_utils import callbacks
 
 
-def _tiny_model():
-    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+def _tiny_model(*layers):
+    model = keras.Sequential([keras.Input((3,)), *layers, keras.layers.Dense(2)])
     model.compile(optimizer=keras.optimizers.SGD(0.1),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     return model
@@ -17,6 +18,35 @@ def _tiny_model():
 def _data(n=40):
     x = np.random.default_rng(0).normal(size=(n, 3)).astype("float32")
     return x, (x[:, 0] > 0).astype("int64")
+
+
+class _CountTraces(keras.layers.Layer):
+    """Passes its input on; its Python ``call`` runs only while Keras traces a function, never in a
+    compiled step, so :attr:`traces` counts tracings."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.traces = 0
+
+    def call(self, x):
+        self.traces += 1
+        return x
+
+
+class _TracesInFirstBatch(keras.callbacks.Callback):
+    """For each epoch, how many tracings happened during its first training batch."""
+
+    def __init__(self, layer):
+        super().__init__()
+        self.layer, self.per_epoch = layer, []
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if batch == 0:
+            self._before = self.layer.traces
+
+    def on_train_batch_end(self, batch, logs=None):
+        if batch == 0:
+            self.per_epoch.append(self.layer.traces - self._before)
 
 
 class _SlowEpochEnd(keras.callbacks.Callback):
@@ -66,9 +96,23 @@ def test_throughput_times_training_steps_only():
 
 def test_first_step_of_first_epoch_includes_tracing():
     meter = callbacks.Throughput(examples_per_epoch=40)
+    layer = _CountTraces()
+    traces = _TracesInFirstBatch(layer)
     x, y = _data()
-    _tiny_model().fit(x, y, batch_size=8, epochs=2, verbose=0, callbacks=[meter])
-    assert meter.first_step_seconds[0] > 3 * meter.first_step_seconds[1]
+    gc.disable()  # no collection pause in a later epoch's first step
+    try:
+        # Keras calls the callbacks' batch hooks in list order around each step: the tracing that
+        # `traces` sees in a first batch happened between the meter's start and end of that step
+        _tiny_model(layer).fit(x, y, batch_size=8, epochs=4, verbose=0, callbacks=[meter, traces])
+    finally:
+        gc.enable()
+    # without a clock: epoch 1's first step traced the training function, the later epochs' did not
+    assert traces.per_epoch[0] >= 1 and traces.per_epoch[1:] == [0, 0, 0], traces.per_epoch
+    assert len(meter.first_step_seconds) == 4
+    assert all(0 < first <= seconds for first, seconds in zip(meter.first_step_seconds, meter.epoch_seconds))
+    # and with one: tracing (a large part of a second) takes longer than the quickest of three later
+    # first steps (a millisecond each, unless every one of them stalls)
+    assert meter.first_step_seconds[0] > min(meter.first_step_seconds[1:]), meter.first_step_seconds
 
 
 def test_throughput_rejects_bad_input():

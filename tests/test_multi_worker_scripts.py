@@ -59,7 +59,11 @@ def test_keras3_fit_under_multi_worker_strategy_still_fails(tmp_path, notebook_d
 @pytest.mark.notebook
 def test_interrupt_during_training_leaves_nothing_running_and_the_chiefs_checkpoints_intact(
         tmp_path, notebook_data_env):
-    """Ctrl-C (a Jupyter interrupt) in the middle of epoch 3 of notebook 05's fit script on two workers."""
+    """Ctrl-C (a Jupyter interrupt) in the middle of epoch 3 of notebook 05's fit script on two workers.
+
+    Epochs of 128 steps (batch 8 per worker): the interrupt, sent at step 2, lands long before the epoch's
+    checkpoint is written, even on a loaded machine (an interrupted save would leave tf_keras's
+    ``workertemp_*`` directories, which is not what this test is about)."""
     import _thread
     import threading
     import time
@@ -81,7 +85,11 @@ def test_interrupt_during_training_leaves_nothing_running_and_the_chiefs_checkpo
     threading.Thread(target=interrupt_in_epoch_3, daemon=True).start()
     with pytest.raises(KeyboardInterrupt):
         cluster.run(script, workers=2, threads=1, show="quiet", env=notebook_data_env, log_dir=logs, timeout=300,
-                    args=["--epochs", 30, "--limit", 1024, "--test-limit", 128, "--out", out])
+                    args=["--epochs", 30, "--limit", 2048, "--per-worker-batch", 8, "--test-limit", 128,
+                          "--out", out])
+    reached = [line for line in (logs / "worker-1.log").read_text().splitlines() if line.startswith("epoch ")]
+    epoch, step = (int(n) for n in reached[-1].split()[1::2][:2])
+    assert (epoch, step) < (3, 128), f"the interrupt came only after epoch 3's checkpoint ({reached[-1]})"
     assert psutil.Process().children(recursive=True) == []
     assert not list(logs.glob("tasks-tmp-*")), "the tasks' temporary directories were left behind"
     left = [p for p in out.rglob("*") if "temp" in p.name]

@@ -37,7 +37,7 @@ report = {}
 spec = tf_config.local_cluster(2, chief=True, ps=2)
 with servers.start(sys.argv[1], cluster=spec, threads=1, log_dir=sys.argv[2]) as tasks:
     report["pids"] = [t.pid for t in tasks.result.tasks]
-    tasks.wait_listening(ready="serving")
+    tasks.wait_listening(ready="serving", timeout=600)  # 4 TensorFlow servers start at once: slow when loaded
     resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
         tf.train.ClusterSpec(spec), task_type="chief", task_id=0, rpc_layer="grpc")
 
@@ -60,7 +60,7 @@ with servers.start(sys.argv[1], cluster=spec, threads=1, log_dir=sys.argv[2]) as
                 return loss
             return strategy.run(replica_step, args=next(iterator))
         remote = coordinator.schedule(step, args=(iterator,))
-        tasks.join(coordinator, timeout=120)
+        tasks.join(coordinator, timeout=300)
         return float(remote.fetch())
 
     def attempt(name, fn):
@@ -117,7 +117,7 @@ def report(tmp_path_factory, notebook_data_env):
     (tmp / "coordinator.py").write_text(COORDINATOR)
     env = {**__import__("os").environ, **notebook_data_env}
     run = subprocess.run([sys.executable, str(tmp / "coordinator.py"), str(tmp / "server.py"), str(tmp / "logs")],
-                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
     lines = [line for line in run.stdout.splitlines() if line.startswith("REPORT ")]
     assert run.returncode == 0 and lines, run.stdout[-3000:] + run.stderr[-3000:]
     return json.loads(lines[-1][7:])

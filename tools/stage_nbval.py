@@ -4,7 +4,8 @@ Each copy keeps its committed outputs and gets papermill's injected-parameters
 cell with the smoke values, so nbval re-executes it fast and compares every cell
 marked ``# NBVAL_CHECK_OUTPUT`` with the committed output. Those cells must not
 depend on parameters or timing, so a difference means the code changed what
-they print.
+they print. A ``conftest.py`` beside them (``nbval_conftest.py``) lengthens
+nbval's fixed wait for a cell's output messages.
 
     python tools/stage_nbval.py build/nbval
 """
@@ -33,6 +34,7 @@ def main(argv: list[str]) -> int:
         out.parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(staged, out)
         print(f"staged {out.relative_to(target)}")
+    shutil.copyfile(Path(__file__).with_name("nbval_conftest.py"), target / "conftest.py")  # nbval's output wait
     return 0
 
 
