@@ -5,6 +5,8 @@
     python3 tasks.py test     # set up, then run the whole test suite, then the oldest-versions
                               # check (--newest: only the suite; --oldest: only the check)
     python3 tasks.py lab      # set up, then open JupyterLab for students
+    python3 tasks.py stress   # set up, then run the tests that race the machine N times under load
+                              # (--rounds N, default 3; --load K busy loops, default 2; long)
     python3 tasks.py setup    # only set up: .venv, dependencies, offline data
     python3 tasks.py links    # point every Colab badge and install cell at pyproject's
                               # [project.urls] Repository (--check: only list disagreements)
@@ -252,6 +254,15 @@ def suite(args: list[str]) -> int:
          staged], cwd=staged, env=env).returncode
 
 
+def stress(args: list[str]) -> int:
+    """The multi-process tests and the smoke runs of notebooks 05, 05b, 06 and 08, ``--rounds`` times
+    while ``--load`` busy loops keep the cores busy (``tools/stress.py``); failures per test."""
+    setup()
+    env = _venv_env()
+    env["COURSE_OFFLINE"] = "1"
+    return subprocess.run([PY, ROOT / "tools" / "stress.py", *args], cwd=ROOT, env=env).returncode
+
+
 def lab(args: list[str]) -> int:
     setup()
     return subprocess.run([PY, "-m", "jupyter", "lab", *args], cwd=ROOT, env=_venv_env()).returncode
@@ -367,7 +378,7 @@ def lock(args: list[str]) -> int:
 
 
 def main(argv: list[str]) -> int:
-    commands = {"course": course, "test": test, "lab": lab, "links": links, "lock": lock}
+    commands = {"course": course, "test": test, "lab": lab, "links": links, "lock": lock, "stress": stress}
     if not argv or argv[0] not in {*commands, "setup"}:
         print(__doc__)
         return 2
