@@ -16,12 +16,14 @@ One small module per concern:
 - :mod:`course_utils.processes` -- child processes in their own groups, always stopped (never left running).
 - :mod:`course_utils.task_output` -- the tasks' output: TensorFlow's log noise, progress, status lines.
 - :mod:`course_utils.cluster`   -- run a cluster's tasks as local processes, with faults and restarts.
+- :mod:`course_utils.worker_exit` -- the last line of every worker script: all workers leave together.
 - :mod:`course_utils.run_results` -- what such a run returns or raises: exit codes, times, logs.
 - :mod:`course_utils.servers`   -- parameter-server tasks that keep running: kill, restart, a bounded join.
 - :mod:`course_utils.scaling`   -- time 1 worker against N over per-worker batch sizes.
 - :mod:`course_utils.slurm`     -- a local one-node Slurm cluster, ``sbatch`` and wait, jobs that never start.
 - :mod:`course_utils.slurm_tasks` -- inside a Slurm task: a resolver for CPU-only nodes, ``TF_CONFIG`` from it.
 - :mod:`course_utils.notebook_files` -- the files a notebook's ``%%writefile`` cells write.
+- :mod:`course_utils.parameters` -- a notebook's parameter checks: stop at once, naming values that work.
 
 The ``tf.distribute`` calls that the course teaches stay in the notebooks.
 Modules import TensorFlow lazily where they can, so that
