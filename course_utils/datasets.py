@@ -42,6 +42,8 @@ class DatasetSpec:
     splits: tuple[str, ...]
     idx_files: dict[str, tuple[str, str]]  # split -> (images, labels)
     generated: bool = False  # offline, a generated stand-in (course_utils.svhn_standin) replaces it
+    # what to do when no source has it offline (the end of DataUnavailableError's message)
+    offline_hint: str = "go online so that TFDS can download it, or pass data_dir= where TFDS has prepared it"
 
 
 DATASETS = {
@@ -51,6 +53,9 @@ DATASETS = {
             "train": ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz"),
             "test": ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"),
         },
+        offline_hint=("install Debian's package (sudo apt-get install dataset-fashion-mnist), or set "
+                      f"${FASHION_MNIST_DIR_ENV} to a directory holding the four *-ubyte.gz files, "
+                      "or go online so that TFDS can download it"),
     ),
     "svhn_cropped": DatasetSpec("svhn_cropped", (32, 32, 3), 10, ("train", "test"), idx_files={}, generated=True),
 }
@@ -247,15 +252,8 @@ def load(
         images, labels = svhn_standin.load(split, n=limit)
         return done(tf.data.Dataset.from_tensor_slices((images, labels)), len(labels), svhn_standin.SOURCE)
 
-    hints = {
-        "fashion_mnist": (
-            "install Debian's package (sudo apt-get install dataset-fashion-mnist), or set "
-            f"${FASHION_MNIST_DIR_ENV} to a directory holding the four *-ubyte.gz files, "
-            "or go online so that TFDS can download it"
-        ),
-    }
     raise DataUnavailableError(
         f"{name}/{split} is not available offline here. Tried:\n  - "
         + "\n  - ".join(tried)
-        + f"\nTo fix: {hints[name]}."
+        + f"\nTo fix: {spec.offline_hint}."
     )

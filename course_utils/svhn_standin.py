@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from course_utils.datasets import DATA_DIR_ENV
+CACHE_DIR_ENV = "COURSE_DATA_DIR"  # = course_utils.datasets.DATA_DIR_ENV (a test checks; no import: no cycle)
 
 NUM_CLASSES = 10
 IMAGE_SHAPE = (32, 32, 3)
@@ -219,7 +219,7 @@ def cache_path(split: str = "train", *, n: int | None = None, seed: int = 0,
     n = DEFAULT_SIZES.get(split, 0) if n is None else n
     _check(n, split, seed)
     if cache_dir is None:
-        env = os.environ.get(DATA_DIR_ENV)
+        env = os.environ.get(CACHE_DIR_ENV)
         base = Path(env) if env else Path.home() / ".cache" / "course_utils"
         cache_dir = base / "svhn_standin"
     return Path(cache_dir) / f"svhn_standin-v{VERSION}-{split}-seed{int(seed)}-n{int(n)}.npz"

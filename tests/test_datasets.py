@@ -72,7 +72,8 @@ def test_prepared_tfds_data_comes_first(monkeypatch, only_fake_idx):
 
 @pytest.mark.parametrize("name", ["mnist", "svhn"])
 def test_unknown_dataset_lists_available(name):
-    with pytest.raises(ValueError, match=re.escape(f"Unknown dataset {name!r}. Available: fashion_mnist, svhn_cropped.")):
+    expected = f"Unknown dataset {name!r}. Available: fashion_mnist, svhn_cropped."
+    with pytest.raises(ValueError, match=re.escape(expected)):
         datasets.load(name)
 
 
@@ -96,6 +97,14 @@ def test_nothing_available_lists_what_was_tried(nothing_local, monkeypatch, tmp_
     assert f"IDX files in {tmp_path / 'empty'}: not found" in message
     assert "TFDS download: skipped, offline mode" in message
     assert "apt-get install dataset-fashion-mnist" in message
+
+
+def test_a_dataset_without_a_hint_of_its_own_gets_the_general_one(nothing_local, monkeypatch):
+    """Each dataset's spec carries its offline hint; a new one without gets TFDS's (not a KeyError)."""
+    spec = datasets.DatasetSpec("new_digits", (28, 28, 1), 10, ("train",), idx_files={})
+    monkeypatch.setitem(datasets.DATASETS, "new_digits", spec)
+    with pytest.raises(datasets.DataUnavailableError, match="To fix: go online so that TFDS can download it"):
+        datasets.load("new_digits", "train", offline=True)
 
 
 def test_unreachable_download_server_is_reported(nothing_local, monkeypatch):

@@ -153,3 +153,14 @@ def test_command_line(capsys, tmp_path):
     out = capsys.readouterr().out
     assert "300 images in" in out and "images/s" in out and "ridge" in out
     assert (tmp_path / "preview.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_its_cache_follows_the_course_data_dir_without_importing_datasets():
+    """svhn_standin names the variable itself (datasets imports svhn_standin: no cycle); they must agree."""
+    import ast
+    import inspect
+
+    assert svhn_standin.CACHE_DIR_ENV == DATA_DIR_ENV
+    imported = {node.module for node in ast.walk(ast.parse(inspect.getsource(svhn_standin)))
+                if isinstance(node, ast.ImportFrom)}
+    assert "course_utils.datasets" not in imported
