@@ -5,6 +5,7 @@
     python3 tasks.py test     # set up, then run the whole test suite, then the oldest-versions
                               # check (--newest: only the suite; --oldest: only the check)
     python3 tasks.py lab      # set up, then open JupyterLab for students
+    python3 tasks.py lint     # set up, then ruff check (pyproject's [tool.ruff]; --fix repairs what it can)
     python3 tasks.py stress   # set up, then run the tests that race the machine N times under load
                               # (--rounds N, default 3; --load K busy loops, default 2; long)
     python3 tasks.py setup    # only set up: .venv, dependencies, offline data
@@ -191,8 +192,8 @@ def _venv_env(venv_dir: Path = VENV) -> dict[str, str]:
 def course(args: list[str]) -> int:
     """Execute the notebooks and solutions in place, then generate the exercises from the solutions."""
     setup()
-    ran = subprocess.run([PY, ROOT / "tools" / "run_notebooks.py", *args], env=_venv_env()).returncode
-    return ran or subprocess.run([PY, ROOT / "tools" / "make_exercises.py"], env=_venv_env()).returncode
+    ran = subprocess.run([PY, "-m", "tools.run_notebooks", *args], cwd=ROOT, env=_venv_env()).returncode
+    return ran or subprocess.run([PY, "-m", "tools.make_exercises"], cwd=ROOT, env=_venv_env()).returncode
 
 
 def oldest_test_commands(args: list[str]) -> list[list]:
@@ -227,8 +228,21 @@ def test(args: list[str]) -> int:
     return rc if rc != 0 else oldest_check([])
 
 
+def ruff(args: list[str]) -> int:
+    """``ruff check`` over the repository, configured in pyproject.toml (``[tool.ruff]``)."""
+    say("lint: ruff check" + (" " + " ".join(args) if args else ""))
+    return subprocess.run([PY, "-m", "ruff", "check", *args, ROOT], cwd=ROOT).returncode
+
+
+def lint(args: list[str]) -> int:
+    setup()
+    return ruff(args)
+
+
 def suite(args: list[str]) -> int:
     setup()
+    if ruff([]) != 0:  # a lint finding fails the tests before they start
+        return 1
     env = _venv_env()
     env["COURSE_OFFLINE"] = "1"  # no test ever needs the network
     say("unit tests")
@@ -243,11 +257,11 @@ def suite(args: list[str]) -> int:
         # No offline Fashion-MNIST (not root?): the checked cells do not depend on the data,
         # so small generated IDX files keep the run offline.
         fake = ROOT / "build" / "fake_fashion_mnist"
-        run([PY, ROOT / "tests" / "fake_data.py", fake], env=env, stdout=subprocess.DEVNULL)
+        run([PY, "-m", "tools.fake_data", fake], cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
         env["COURSE_FASHION_MNIST_DIR"] = str(fake)
         say(f"offline Fashion-MNIST not installed: using generated stand-in files in {fake}")
     staged = ROOT / "build" / "nbval"
-    run([PY, ROOT / "tools" / "stage_nbval.py", staged], env=env)
+    run([PY, "-m", "tools.stage_nbval", staged], cwd=ROOT, env=env)
     return subprocess.run(
         [PY, "-m", "pytest", "-p", "no:cacheprovider", "--nbval-lax", "--nbval-current-env",
          "--nbval-sanitize-with", ROOT / "tests" / "nbval_sanitize.cfg", "-o", "testpaths=",
@@ -260,7 +274,7 @@ def stress(args: list[str]) -> int:
     setup()
     env = _venv_env()
     env["COURSE_OFFLINE"] = "1"
-    return subprocess.run([PY, ROOT / "tools" / "stress.py", *args], cwd=ROOT, env=env).returncode
+    return subprocess.run([PY, "-m", "tools.stress", *args], cwd=ROOT, env=env).returncode
 
 
 def lab(args: list[str]) -> int:
@@ -270,7 +284,7 @@ def lab(args: list[str]) -> int:
 
 def links(args: list[str]) -> int:
     setup()
-    return subprocess.run([PY, ROOT / "tools" / "links.py", *args], cwd=ROOT, env=_venv_env()).returncode
+    return subprocess.run([PY, "-m", "tools.links", *args], cwd=ROOT, env=_venv_env()).returncode
 
 
 LOCK_HEADER = """\
@@ -321,10 +335,10 @@ def floor_pins(dependencies: list[str]) -> list[str]:
 
 def _runtime_dependencies() -> list[str]:
     try:
-        import tomllib
+        import tomllib  # noqa: PLC0415 (only `lock --oldest` reads pyproject.toml)
     except ModuleNotFoundError:  # Python 3.10
         try:
-            import tomli as tomllib
+            import tomli as tomllib  # noqa: PLC0415
         except ModuleNotFoundError:
             sys.exit("`python3 tasks.py lock --oldest` reads pyproject.toml: run it with Python 3.11+")
     with open(ROOT / "pyproject.toml", "rb") as f:
@@ -378,7 +392,8 @@ def lock(args: list[str]) -> int:
 
 
 def main(argv: list[str]) -> int:
-    commands = {"course": course, "test": test, "lab": lab, "links": links, "lock": lock, "stress": stress}
+    commands = {"course": course, "test": test, "lab": lab, "links": links, "lock": lock, "stress": stress,
+                "lint": lint}
     if not argv or argv[0] not in {*commands, "setup"}:
         print(__doc__)
         return 2

@@ -31,11 +31,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "cross_device_ops.json")
     args = parser.parse_args(argv)
 
-    simulate_devices(args.devices)
-    import keras
-    import tensorflow as tf
+    simulate_devices(args.devices)  # before TensorFlow starts: it fixes its devices at its first op
+    import keras  # noqa: PLC0415
+    import tensorflow as tf  # noqa: PLC0415
 
-    from course_utils import callbacks, datasets, models, pipeline
+    from course_utils import callbacks, datasets, models, pipeline  # noqa: PLC0415
 
     train = datasets.load("fashion_mnist", "train", limit=args.examples)
     configs = {"collective (TF default)": None, "ReductionToOneDevice": tf.distribute.ReductionToOneDevice()}

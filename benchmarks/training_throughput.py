@@ -256,7 +256,8 @@ def main(argv=None) -> int:
     started = time.perf_counter()
     configs = grid(args) if args.grid else preset()
     measured = _child({"peak": True})
-    print("peak, 2048x2048 matmul: " + ", ".join(f"{k} {v / 1e9:.0f} GFLOP/s" for k, v in measured["peak_flops"].items()))
+    peaks = measured["peak_flops"].items()
+    print("peak, 2048x2048 matmul: " + ", ".join(f"{k} {v / 1e9:.0f} GFLOP/s" for k, v in peaks))
     print(f"the CNN: {measured['training_flops'] / 1e6:.1f} MFLOP per training image (forward x 3); TensorFlow's "
           f"profiler counts the forward pass as {(measured['profiled_forward_flops'] or 0) / 1e6:.1f} MFLOP")
     results = []

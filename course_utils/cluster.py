@@ -28,8 +28,7 @@ from pathlib import Path
 
 from course_utils import processes
 from course_utils import tf_config as tfc
-from course_utils.run_results import (  # noqa: F401 (part of this module's interface)
-    ClusterError, ClusterTimeout, Fault, RunResult, TaskFailed, TaskResult)
+from course_utils.run_results import ClusterError, ClusterTimeout, Fault, RunResult, TaskFailed, TaskResult  # noqa: F401 (part of this module's interface)
 from course_utils.task_output import NOISE, StatusBoard
 
 
@@ -47,7 +46,8 @@ def run(script, *, module: str | None = None, cluster: dict | None = None, worke
         stop_grace: float = 5.0, gpus="auto", prefix=None) -> RunResult:
     """Run ``python script *args`` (or ``python -m module *args``) once per task of ``cluster`` (default:
     ``workers`` workers on free ports) and wait for the tasks of the types in ``wait_for``; the others
-    (parameter servers) are then stopped. ``show``: ``"lines"`` (prefixed output), ``"status"`` (a line per task) or ``"quiet"``.
+    (parameter servers) are then stopped. ``show``: ``"lines"`` (prefixed output), ``"status"`` (a line per
+    task) or ``"quiet"``.
 
     ``threads`` sets TensorFlow's and OpenMP's thread counts per task; ``cpus``: ``"auto"`` (one core
     per task when ``threads`` is given), ``None`` or a list of core sets, one per task. ``gpus``: the
@@ -119,7 +119,8 @@ class Launcher:
         suffix = "" if attempt == 1 else f".attempt{attempt}"
         task = TaskResult(name, attempt, self.log_dir / f"{kind}-{i}{suffix}.log", started=time.monotonic())
         wrapper = list(self.prefix(kind, i)) if self.prefix else []
-        proc, reader = processes.start([*wrapper, sys.executable, *self.command, *self.args], env=env, cpus=self.cpus[k],
+        proc, reader = processes.start([*wrapper, sys.executable, *self.command, *self.args], env=env,
+                                       cpus=self.cpus[k],
                                        log_path=task.log_path, lines=self.lines, tag=task)
         task.pid = proc.pid
         self.current[name] = (proc, task, reader)

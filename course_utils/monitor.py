@@ -66,7 +66,7 @@ class SystemMonitor:
         self._t_end: float | None = None
 
     # -- lifecycle ------------------------------------------------------------------------------------
-    def __enter__(self) -> "SystemMonitor":
+    def __enter__(self) -> SystemMonitor:
         if self._thread is not None:
             raise RuntimeError("a SystemMonitor runs once: create a new one for another measurement")
         self._open_gpus()

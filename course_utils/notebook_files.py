@@ -31,7 +31,8 @@ def write(notebook, path: str, into=None) -> Path:
     the notebook's folder); return where it went. A path the notebook does not write raises ``KeyError``."""
     files = writefile_cells(notebook)
     if path not in files:
-        raise KeyError(f"{Path(notebook).name} writes no file {path!r}; it writes: {', '.join(sorted(files)) or 'none'}")
+        written = ", ".join(sorted(files)) or "none"
+        raise KeyError(f"{Path(notebook).name} writes no file {path!r}; it writes: {written}")
     target = Path(into if into is not None else Path(notebook).parent) / path
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(files[path])

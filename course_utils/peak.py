@@ -40,7 +40,7 @@ def matmul_peak(size: int = 2048, repeats: int = 5, dtypes=("float32", "bfloat16
     matmul = tf.function(lambda m: tf.linalg.matmul(m, m))
     for name in dtypes:
         x = tf.cast(tf.constant(a), getattr(tf, name))
-        found[f"tensorflow_{name}"] = flops / _best_seconds(lambda: matmul(x).numpy(), repeats)
+        found[f"tensorflow_{name}"] = flops / _best_seconds(lambda x=x: matmul(x).numpy(), repeats)
     found["numpy_float32"] = flops / _best_seconds(lambda: a @ a, repeats)
     return found
 

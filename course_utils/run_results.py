@@ -17,7 +17,7 @@ from course_utils.task_output import NOISE, Progress
 class ClusterError(RuntimeError):
     """A run that did not succeed; ``.result`` holds what happened (exit codes, logs)."""
 
-    def __init__(self, message: str, result: "RunResult"):
+    def __init__(self, message: str, result: RunResult):
         super().__init__(message)
         self.result = result
 
@@ -47,7 +47,8 @@ class Fault:
             return True
         if self.epoch is None or progress.epoch is None:
             return False
-        return progress.epoch > self.epoch or (progress.epoch == self.epoch and (progress.step or 0) >= (self.step or 0))
+        return progress.epoch > self.epoch or (
+            progress.epoch == self.epoch and (progress.step or 0) >= (self.step or 0))
 
 
 @dataclass

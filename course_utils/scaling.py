@@ -53,7 +53,8 @@ def worker_main(argv=None) -> None:
         def dataset_fn(context):
             ds = train.dataset.shard(context.num_input_pipelines, context.input_pipeline_id)
             ds = ds.map(pipeline.scale_image).cache().repeat()
-            return ds.batch(context.get_per_replica_batch_size(global_batch), drop_remainder=True).prefetch(2)
+            per_replica = context.get_per_replica_batch_size(global_batch)  # noqa: B023 (used in this iteration)
+            return ds.batch(per_replica, drop_remainder=True).prefetch(2)
 
         iterator = iter(strategy.distribute_datasets_from_function(dataset_fn))
 
@@ -61,13 +62,13 @@ def worker_main(argv=None) -> None:
         def train_step(images, labels):
             with tf.GradientTape() as tape:
                 loss = tf.nn.compute_average_loss(per_example(labels, model(images, training=True)),
-                                                  global_batch_size=global_batch)
+                                                  global_batch_size=global_batch)  # noqa: B023 (traced here)
             gradients = tape.gradient(loss, model.trainable_variables)
             optimizer.apply_gradients(zip(gradients, model.trainable_variables))
             return loss
 
         def step():
-            return strategy.run(train_step, args=next(iterator))
+            return strategy.run(train_step, args=next(iterator))  # noqa: B023 (called in this iteration)
 
         for _ in range(args.warmup):
             float(strategy.experimental_local_results(step())[0])

@@ -167,7 +167,7 @@ class Servers:
             self._pump.join(timeout=2)
             shutil.rmtree(self.launcher.tmp_root, ignore_errors=True)
 
-    def __enter__(self) -> "Servers":
+    def __enter__(self) -> Servers:
         return self
 
     def __exit__(self, *exc) -> bool:

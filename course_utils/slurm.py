@@ -262,7 +262,8 @@ def _job(job_id: str, fields: dict, start: float) -> Job:
 
 
 def _never_starts(job_id: str, fields: dict, cluster: LocalCluster) -> str:
-    tasks, cpus, nodes = fields.get("NumTasks", "?"), int(fields.get("NumCPUs") or 0), fields.get("NumNodes", "1").split("-")[0]
+    tasks, cpus = fields.get("NumTasks", "?"), int(fields.get("NumCPUs") or 0)
+    nodes = fields.get("NumNodes", "1").split("-")[0]
     asks = f"{tasks} tasks ({cpus} CPUs{f', so {nodes} nodes' if nodes != '1' else ''})"
     message = (f"Slurm job {job_id} can never start (PENDING, reason {fields['Reason']}), so it was cancelled: "
                f"it asks for {asks}, and this cluster has 1 node ({cluster.node}) with {cluster.cpus} CPUs.")

@@ -128,7 +128,8 @@ def validate(tf_config, *, check_ports: bool = False) -> dict:
         raise TFConfigError(f"task index must be a whole number from 0, got {index!r}.")
     if kind not in cluster and not (kind == "evaluator" and index == 0):
         raise TFConfigError(f"This process is {task_name(kind, index)}, but the cluster has no {kind!r} tasks "
-                            f"(it has: {', '.join(cluster) or 'nothing'}). Fix task.type or add {kind!r} to the cluster.")
+                            f"(it has: {', '.join(cluster) or 'nothing'}). "
+                            f"Fix task.type or add {kind!r} to the cluster.")
     if kind in cluster and index >= len(cluster[kind]):
         raise TFConfigError(f"This process is {task_name(kind, index)}, but the cluster lists {len(cluster[kind])} "
                             f"{kind} task(s), indices 0 to {len(cluster[kind]) - 1}.")

@@ -13,7 +13,7 @@ class Stopwatch:
         self._start: float | None = None
         self.seconds: float | None = None
 
-    def start(self) -> "Stopwatch":
+    def start(self) -> Stopwatch:
         self._start = time.perf_counter()
         self.seconds = None
         return self
@@ -25,7 +25,7 @@ class Stopwatch:
         self._start = None
         return self.seconds
 
-    def __enter__(self) -> "Stopwatch":
+    def __enter__(self) -> Stopwatch:
         return self.start()
 
     def __exit__(self, *exc) -> None:

@@ -18,7 +18,9 @@ worker 1 with "The tasks have crashed".) Exiting can still take a while after th
 destroys the process's objects as Python exits, and an input iterator left mid-stream waits for its
 background threads (``IteratorResource`` and ``MultiDeviceIterator`` destructors; 10-30 s in some
 runs of notebook 05b's worker, which leaves one per batch size). That delays the end, never the
-results, and no peer is affected: their collectives are done. TensorFlow 2.21 points at this itself: "If a synchronized shutdown is desired,
+results, and no peer is affected: their collectives are done.
+
+TensorFlow 2.21 points at this itself: "If a synchronized shutdown is desired,
 the user / library should invoke ``WaitAtBarrier`` explicitly at the end of the program"; its
 DTensor ``barrier()`` is built on the same call. It has no public ``tf.`` name, so the course calls
 it in this one place.

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT))  # the tools package
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 os.environ["COURSE_OFFLINE"] = "1"  # no test ever needs the network
@@ -23,7 +23,7 @@ TEST_DEVICES = simulate_devices(2, verbose=False)
 
 @pytest.fixture(scope="session")
 def fake_idx_dir(tmp_path_factory) -> Path:
-    from fake_data import write_fake_fashion_mnist
+    from tools.fake_data import write_fake_fashion_mnist
 
     return write_fake_fashion_mnist(tmp_path_factory.mktemp("fashion_mnist_idx"))
 

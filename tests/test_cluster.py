@@ -18,11 +18,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from process_checks import alive, wait_until
-
 from course_utils import cluster, processes
 from course_utils.cluster import ClusterTimeout, Fault, TaskFailed
 from course_utils.tf_config import TFConfigError, for_task, local_cluster
+from process_checks import alive, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -6,9 +6,9 @@ import textwrap
 
 import pytest
 import tensorflow as tf
+from conftest import TEST_DEVICES
 
 from course_utils import devices
-from conftest import TEST_DEVICES
 
 R21 = "ReductionToOneDevice"
 

@@ -74,7 +74,8 @@ def trained(tmp_path_factory):
 
 
 def _unbuilt():
-    return keras.Sequential([keras.layers.Conv2D(32, 3, activation="relu"), keras.layers.Conv2D(64, 3, activation="relu"),
+    return keras.Sequential([keras.layers.Conv2D(32, 3, activation="relu"),
+                             keras.layers.Conv2D(64, 3, activation="relu"),
                              keras.layers.Flatten(), keras.layers.Dense(64, activation="relu"), keras.layers.Dense(10)])
 
 

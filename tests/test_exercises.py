@@ -8,7 +8,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 pytest.importorskip("nbgrader")  # the dev extra installs it on Python 3.11+
 
-import make_exercises  # noqa: E402  (tools/ is on the path: conftest.py)
+from tools import make_exercises
 
 PAIRS = make_exercises.pairs()
 

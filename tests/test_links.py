@@ -10,11 +10,10 @@ import sys
 import textwrap
 
 import nbformat
-import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-import links
-from notebook_params import ROOT, course_notebooks
+from tools import links
+from tools.notebook_params import ROOT, course_notebooks
 
 OTHER_URL = "https://github.com/someone-else/a-fork"
 BADGE = "[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]"
@@ -182,7 +181,7 @@ def test_install_cell_on_colab_keeps_tensorflow_and_matches_its_minor_version(tm
 
 
 def test_command_line_check_mode(tmp_path):
-    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "links.py"), "--check"],
+    proc = subprocess.run([sys.executable, "-m", "tools.links", "--check"], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == (1 if links.check() else 0), proc.stdout + proc.stderr
     assert links.repository_url() in proc.stdout

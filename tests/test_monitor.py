@@ -15,10 +15,10 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 import psutil  # noqa: E402
 import pytest  # noqa: E402
-from process_checks import wait_until  # noqa: E402
 
 from course_utils import plots  # noqa: E402
 from course_utils.monitor import SystemMonitor  # noqa: E402
+from process_checks import wait_until  # noqa: E402
 
 
 def monitor_threads() -> list[threading.Thread]:

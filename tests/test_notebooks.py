@@ -12,7 +12,7 @@ import nbformat
 import papermill as pm
 import pytest
 
-from notebook_params import ROOT, course_notebooks, smoke_notebook, smoke_parameters
+from tools.notebook_params import ROOT, course_notebooks, smoke_notebook, smoke_parameters
 
 NOTEBOOKS = course_notebooks()
 IDS = [str(p.relative_to(ROOT)) for p in NOTEBOOKS]
@@ -29,7 +29,7 @@ def test_structure(path):
     nbformat.validate(nb)
     first = nb.cells[0]
     assert first.cell_type == "markdown" and first.source.startswith("# ")
-    badge = f"colab.research.google.com/github/"
+    badge = "colab.research.google.com/github/"
     assert badge in first.source and f"/blob/main/{path.relative_to(ROOT)})" in first.source
 
     code = [c for c in nb.cells if c.cell_type == "code"]
@@ -115,7 +115,7 @@ def test_readme_lists_every_notebook_with_a_colab_badge():
     for path in NOTEBOOKS + sorted((ROOT / "exercises").glob("[0-9]*.ipynb")):
         rel = str(path.relative_to(ROOT))
         assert f"]({rel})" in readme, f"README's notebook table misses {rel}"
-        assert f"colab.research.google.com/github/" in readme and f"/blob/main/{rel})" in readme
+        assert "colab.research.google.com/github/" in readme and f"/blob/main/{rel})" in readme
 
 
 def test_ci_runs_exactly_the_readme_test_command():

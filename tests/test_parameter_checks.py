@@ -11,7 +11,7 @@ import nbformat
 import pytest
 
 from course_utils import parameters
-from notebook_params import ROOT, course_notebooks, smoke_parameters
+from tools.notebook_params import ROOT, course_notebooks, smoke_parameters
 
 NOTEBOOKS = [str(p.relative_to(ROOT)) for p in course_notebooks()]
 
@@ -65,12 +65,14 @@ def test_other_device_and_worker_counts_that_work_pass(notebook, values):
     ("notebooks/05_multi_worker.ipynb", {"LIMIT": 100}, "PER_WORKER_BATCH * WORKERS = 128 is more than LIMIT = 100"),
     ("notebooks/05b_network_links.ipynb", {"TRAIN_IMAGES": 500}, "is more than TRAIN_IMAGES = 500"),
     ("notebooks/02_mirrored_strategy_fit.ipynb", {"EPOCHS": 2.5}, "EPOCHS = 2.5: give a whole number"),
-    ("notebooks/03_custom_training_loop.ipynb", {"TRAIN_REPLICAS": 4}, "TRAIN_REPLICAS = 4 is more than NUM_DEVICES = 3"),
+    ("notebooks/03_custom_training_loop.ipynb", {"TRAIN_REPLICAS": 4},
+     "TRAIN_REPLICAS = 4 is more than NUM_DEVICES = 3"),
     ("notebooks/08_slurm.ipynb", {"WORKERS": 64}, "WORKERS = 64 is more than this machine's cores"),
     ("notebooks/01_strategies_overview.ipynb", {"NUM_DEVICES": -1}, "NUM_DEVICES = -1: give a whole number"),
     ("notebooks/04_single_vs_multi_device.ipynb", {"NUM_DEVICES": 3, "LIMIT": None},
      "LIMIT = 60000 is not a multiple of PER_REPLICA_BATCH * NUM_DEVICES = 192"),
-    ("notebooks/04_single_vs_multi_device.ipynb", {"LIMIT": 384}, "the larger-batch cure (4x) needs a batch. Use LIMIT >= 512"),
+    ("notebooks/04_single_vs_multi_device.ipynb", {"LIMIT": 384},
+     "the larger-batch cure (4x) needs a batch. Use LIMIT >= 512"),
     ("notebooks/04_single_vs_multi_device.ipynb", {"SWEEP_IMAGES": 256}, "Use SWEEP_IMAGES >= 512"),
     ("notebooks/02_mirrored_strategy_fit.ipynb", {"EPOCHS": 3}, "Use EPOCHS >= 4"),
     ("notebooks/05_multi_worker.ipynb", {"EPOCHS": 1}, "Use EPOCHS >= 2"),

@@ -15,11 +15,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from process_checks import alive, wait_until
-
 from course_utils import processes, servers
 from course_utils.run_results import ClusterError, ClusterTimeout
 from course_utils.tf_config import local_cluster
+from process_checks import alive, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 

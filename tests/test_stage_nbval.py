@@ -7,9 +7,8 @@ from types import SimpleNamespace
 
 import nbval.plugin
 
-import nbval_conftest
-import stage_nbval
-from notebook_params import course_notebooks
+from tools import nbval_conftest, stage_nbval
+from tools.notebook_params import course_notebooks
 
 
 def test_stages_every_notebook_and_the_conftest(tmp_path):

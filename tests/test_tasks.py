@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 from importlib.metadata import PackageNotFoundError, version
+from types import SimpleNamespace
 
 try:
     import tomllib
@@ -21,8 +22,8 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-import notebook_metadata as nm
-from notebook_params import ROOT, course_notebooks
+from tools import notebook_metadata as nm
+from tools.notebook_params import ROOT, course_notebooks
 
 DEV_TOOLS = {"jupyterlab", "ipykernel", "nbformat", "papermill", "nbval", "pytest"}
 
@@ -61,7 +62,7 @@ def _constraints(name: str = "constraints.txt") -> dict[str, str]:
 def test_usage_lists_every_command(capsys):
     assert tasks.main([]) == 2
     usage = capsys.readouterr().out
-    for command in ("course", "test", "lab", "setup", "links", "lock"):
+    for command in ("course", "test", "lab", "setup", "links", "lock", "lint", "stress"):
         assert f"python3 tasks.py {command}" in usage
     assert "--oldest" in usage and "--newest" in usage
 
@@ -211,6 +212,30 @@ def test_test_runs_the_suite_then_the_oldest_check(monkeypatch):
     calls.clear()
     suite_rc[0] = 1
     assert tasks.main(["test"]) == 1 and calls == [("suite", [])], "a failed suite stops there"
+
+
+def test_the_suite_lints_first_and_a_finding_fails_it(monkeypatch):
+    ran = []
+    monkeypatch.setattr(tasks, "setup", lambda: None)
+    monkeypatch.setattr(tasks, "ruff", lambda args: ran.append("ruff") or findings[0])
+    monkeypatch.setattr(tasks.subprocess, "run", lambda cmd, **kw: ran.append(cmd[2]) or SimpleNamespace(returncode=0))
+    findings = [1]
+    assert tasks.suite([]) == 1 and ran == ["ruff"], "no test runs after a lint finding"
+    ran.clear()
+    findings[0] = 0
+    assert tasks.suite([]) == 0 and ran[:2] == ["ruff", "pytest"]
+
+
+def test_ruff_is_configured_to_flag_what_the_course_cares_about(tmp_path):
+    """pyproject's [tool.ruff] applied to a file with an unused import, a blind except and a late import."""
+    bad = tmp_path / "bad.py"
+    bad.write_text("import os\n\n\ndef f():\n    import json\n    try:\n        return json\n"
+                   "    except Exception:\n        return None\n")
+    done = subprocess.run([sys.executable, "-m", "ruff", "check", "--config", ROOT / "pyproject.toml",
+                           "--output-format", "concise", bad], capture_output=True, text=True)
+    assert done.returncode == 1
+    for code in ("F401", "PLC0415", "BLE001"):
+        assert code in done.stdout, done.stdout
 
 
 def test_floor_pins_are_the_lower_bounds():
@@ -372,8 +397,8 @@ def test_wall_time_sentence_and_readme_update(tmp_path):
         paths.append(folder / name)
     assert nm.wall_times(paths) == {"01": 6, "03": 409, "03b": 9}  # 03b is not 03
     assert nm.update_readme(readme, paths)
-    assert readme.read_text() == (f"Times <!-- wall-times -->({machine}: 01 6 s, 03 409 s, 03b 9 s, under 8 minutes in all)"
-                                  "<!-- /wall-times -->;\nmore\n")
+    assert readme.read_text() == (f"Times <!-- wall-times -->({machine}: 01 6 s, 03 409 s, 03b 9 s, "
+                                  "under 8 minutes in all)<!-- /wall-times -->;\nmore\n")
     assert not nm.update_readme(readme, paths)
     readme.write_text(original)
     assert not nm.update_readme(readme, paths[1:2]) and readme.read_text() == original, "no metadata: as is"
@@ -395,9 +420,9 @@ def test_course_runner_in_smoke_mode_prints_progress_and_strips_run_metadata(tmp
     """...and leaves README alone, and says so when no notebook matches."""
     readme = (ROOT / "README.md").read_bytes()
     env = dict(os.environ, **notebook_data_env)
-    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "run_notebooks.py"), "--smoke",
+    proc = subprocess.run([sys.executable, "-m", "tools.run_notebooks", "--smoke",
                            "--output-dir", str(tmp_path), "01_"],
-                          env=env, capture_output=True, text=True, timeout=300)
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "[1/1] notebooks/01_strategies_overview.ipynb ..." in proc.stdout  # a progress line per notebook
     assert re.search(r"\[1/1\] notebooks/01_strategies_overview.ipynb done in \d+ s", proc.stdout)
@@ -407,6 +432,6 @@ def test_course_runner_in_smoke_mode_prints_progress_and_strips_run_metadata(tmp
     assert not [c for c in nb.cells if {"papermill", "execution"} & set(c.metadata)]
     assert all(c.execution_count for c in nb.cells if c.cell_type == "code")
     assert (ROOT / "README.md").read_bytes() == readme
-    missing = subprocess.run([sys.executable, str(ROOT / "tools" / "run_notebooks.py"), "no-such-notebook"],
-                             env=env, capture_output=True, text=True, timeout=60)
+    missing = subprocess.run([sys.executable, "-m", "tools.run_notebooks", "no-such-notebook"],
+                             cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert missing.returncode == 2 and "No notebook matches" in missing.stderr

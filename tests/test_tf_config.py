@@ -176,7 +176,7 @@ def test_validate_evaluator_outside_the_cluster():
 
 
 def test_validate_check_ports(listening):
-    busy = {"worker": ["localhost:%d" % free_port(), "localhost:%d" % listening]}
+    busy = {"worker": [f"localhost:{free_port()}", f"localhost:{listening}"]}
     assert validate(config(busy))  # ports are only checked when asked
     with pytest.raises(TFConfigError, match=f"Port {listening} of worker 1 is already in use"):
         validate(config(busy), check_ports=True)

@@ -98,7 +98,7 @@ def multi_worker_scripts() -> dict[str, str]:
     import inspect
 
     from course_utils import notebook_files, scaling
-    from notebook_params import course_notebooks
+    from tools.notebook_params import course_notebooks
 
     found = {}
     for notebook in course_notebooks():

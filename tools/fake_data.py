@@ -1,6 +1,6 @@
 """Small Fashion-MNIST-shaped IDX files for tests, so tests never need the network or Debian's package.
 
-    python tests/fake_data.py DIR      # writes the four *-ubyte.gz files into DIR
+    python -m tools.fake_data DIR      # from the repository root: writes the four *-ubyte.gz files into DIR
 """
 
 from __future__ import annotations
@@ -10,9 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from course_utils.datasets import DATASETS  # noqa: E402
-from course_utils.idx import write_idx  # noqa: E402
+from course_utils.datasets import DATASETS
+from course_utils.idx import write_idx
 
 
 def write_fake_fashion_mnist(directory: Path, train: int = 1200, test: int = 400, seed: int = 0) -> Path:

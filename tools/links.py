@@ -6,8 +6,8 @@ rewrites, in every course notebook and in README.md, each "Open In Colab" badge 
 replaces each notebook's install cell (the code cell marked ``# Colab: install course_utils``)
 with the canonical text below.
 
-    python tools/links.py           # rewrite what disagrees, print each change
-    python tools/links.py --check   # change nothing; exit 1 listing every disagreement
+    python -m tools.links           # rewrite what disagrees, print each change
+    python -m tools.links --check   # change nothing; exit 1 listing every disagreement
     python3 tasks.py links [--check]
 """
 
@@ -25,9 +25,8 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from notebook_metadata import write_notebook  # noqa: E402
-from notebook_params import ROOT, course_notebooks  # noqa: E402
+from tools.notebook_metadata import write_notebook
+from tools.notebook_params import ROOT, course_notebooks
 
 INSTALL_MARKER = "# Colab: install course_utils"
 
@@ -169,7 +168,8 @@ def main(argv: list[str]) -> int:
     if args.check:
         print(f"{len(changes)} disagreement(s) with {url}" if changes else f"every link agrees with {url}")
         return 1 if changes else 0
-    print(f"{len(changes) - len(unfixable)} change(s) made for {url}" if changes else f"every link already agrees with {url}")
+    print(f"{len(changes) - len(unfixable)} change(s) made for {url}" if changes
+          else f"every link already agrees with {url}")
     return 1 if unfixable else 0
 
 

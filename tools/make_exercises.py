@@ -1,7 +1,7 @@
 """Generate the exercise notebooks (exercises/) from the solution notebooks (solutions/) with nbgrader.
 
-    python tools/make_exercises.py          # write exercises/NN_*.ipynb from solutions/NN_*.ipynb
-    python tools/make_exercises.py --check  # only report exercises that are missing or out of date
+    python -m tools.make_exercises          # write exercises/NN_*.ipynb from solutions/NN_*.ipynb
+    python -m tools.make_exercises --check  # only report exercises that are missing or out of date
 
 A solution marks what the student writes with nbgrader's markers, in cells whose metadata says
 ``nbgrader.solution: true``::
@@ -81,7 +81,7 @@ def main(argv: list[str]) -> int:
             print(f"wrote {exercise_path.relative_to(ROOT)} from {solution_path.relative_to(ROOT)}")
     if stale:
         print("Out of date with their solutions: " + ", ".join(map(str, stale))
-              + ". Run `python tools/make_exercises.py` (the course command does) and commit them.")
+              + ". Run `python -m tools.make_exercises` (the course command does) and commit them.")
         return 1
     return 0
 

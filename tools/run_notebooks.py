@@ -1,6 +1,6 @@
 """Execute the course's notebooks with papermill, a progress line per notebook.
 
-    python tools/run_notebooks.py                 # all notebooks, default parameters, in place
+    python -m tools.run_notebooks               # all notebooks, default parameters, in place
     python tools/run_notebooks.py 02 03           # only notebooks whose name contains 02 or 03
     python tools/run_notebooks.py --smoke --output-dir build/smoke
 
@@ -19,9 +19,8 @@ from pathlib import Path
 
 import papermill as pm
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from notebook_metadata import strip_file, update_readme  # noqa: E402
-from notebook_params import ROOT, course_notebooks, smoke_parameters  # noqa: E402
+from tools.notebook_metadata import strip_file, update_readme
+from tools.notebook_params import ROOT, course_notebooks, smoke_parameters
 
 
 def main(argv: list[str]) -> int:

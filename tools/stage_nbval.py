@@ -7,7 +7,7 @@ depend on parameters or timing, so a difference means the code changed what
 they print. A ``conftest.py`` beside them (``nbval_conftest.py``) lengthens
 nbval's fixed wait for a cell's output messages.
 
-    python tools/stage_nbval.py build/nbval
+    python -m tools.stage_nbval build/nbval
 """
 
 from __future__ import annotations
@@ -18,8 +18,7 @@ from pathlib import Path
 
 import nbformat
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from notebook_params import ROOT, course_notebooks, smoke_notebook  # noqa: E402
+from tools.notebook_params import ROOT, course_notebooks, smoke_notebook
 
 
 def main(argv: list[str]) -> int:

@@ -1,6 +1,6 @@
 """Run the tests that race the machine N times while K busy loops load its cores; print failures per test.
 
-    python tools/stress.py [--rounds N] [--load K] [TEST ...]
+    python -m tools.stress [--rounds N] [--load K] [TEST ...]
 
 Without TESTs: every test that starts processes (launchers, servers, workers, Slurm, network namespaces,
 the utilisation monitor) and the smoke runs of notebooks 05, 05b, 06 and 08. Each round is one pytest run
