@@ -61,17 +61,26 @@ def divisible(name: str, value: int, by_name: str, by: int, why: str) -> None:
                              f"Use a multiple of {by}, e.g. {name} = {nearest}, or change {by_name}.")
 
 
-def first_batch_splits(name: str, examples: int | None, batch: int, replicas: int, replicas_name: str) -> None:
-    """The first batch of ``examples`` batched by ``batch`` splits evenly over ``replicas``.
+def batches_split(name: str, examples: int | None, batch: int, replicas: int, replicas_name: str) -> None:
+    """``examples`` batched by ``batch`` give Keras 3 pieces it can use on ``replicas`` replicas.
 
     Keras 3's ``fit`` and ``evaluate`` under ``MirroredStrategy`` average the *first* batch over the
-    replicas to build the model (``keras/src/backend/tensorflow/trainer.py``, ``_maybe_symbolic_build``);
-    uneven pieces fail there ("Inputs to operation AddN ... must have the same size and shape"). Later,
-    smaller batches are fine. ``examples`` ``None`` means the whole split, larger than any batch.
+    replicas to build the model (``keras/src/backend/tensorflow/trainer.py``, ``_maybe_symbolic_build``):
+    uneven pieces fail there ("Inputs to operation AddN ... must have the same size and shape"). A later,
+    partial batch may split unevenly, but a replica left with *no* example fails in a convolution ("input
+    depth must be evenly divisible by filter depth"). ``examples`` ``None``: the split's size is not known
+    here; only the first batch is checked (the whole split is larger than any batch).
     """
     first = batch if examples is None else min(batch, examples)
-    if first % replicas:
-        raise ParameterError(
-            f"{name} = {examples}: the first batch would be {first} examples, which {replicas_name} = "
-            f"{replicas} replicas cannot split evenly (Keras 3 then fails with 'Inputs to operation AddN "
-            f"... must have the same size and shape'). Use {name} >= {batch}, or a multiple of {replicas}.")
+    last = 0 if examples is None or examples <= batch else examples % batch
+    if first % replicas == 0 and not 0 < last < replicas:
+        return
+    near = first if examples is None else examples
+    ok = [n for n in (replicas * (near // replicas), replicas * (near // replicas + 1)) if n > 0]
+    piece = (f"the first batch would be {first} examples, which {replicas_name} = {replicas} replicas cannot "
+             f"split evenly (Keras 3 then fails with 'Inputs to operation AddN ... must have the same size "
+             f"and shape')" if first % replicas else
+             f"the last batch would be {last} example{'s' * (last > 1)}, which leaves some of the "
+             f"{replicas_name} = {replicas} replicas none (Keras 3 then fails in a convolution)")
+    raise ParameterError(f"{name} = {examples}: {piece}. Use a multiple of {replicas}, e.g. {name} = "
+                         f"{' or '.join(map(str, ok))}.")

@@ -38,7 +38,8 @@ def test_default_and_smoke_values_pass(notebook):
     ("notebooks/02_mirrored_strategy_fit.ipynb", {"NUM_DEVICES": 3}),
     ("notebooks/02_mirrored_strategy_fit.ipynb", {"NUM_DEVICES": 3, "TEST_LIMIT": 99}),  # first batch 99 = 3 x 33
     ("notebooks/04_single_vs_multi_device.ipynb", {"NUM_DEVICES": 3}),  # its test batch is a multiple of 3
-    ("notebooks/04_single_vs_multi_device.ipynb", {"NUM_DEVICES": 3, "TEST_LIMIT": 256}),
+    ("notebooks/04_single_vs_multi_device.ipynb", {"NUM_DEVICES": 3, "TEST_LIMIT": 255}),
+    ("notebooks/02_mirrored_strategy_fit.ipynb", {"NUM_DEVICES": 3, "TEST_LIMIT": 10_000 - 16 + 3}),
     ("notebooks/04_single_vs_multi_device.ipynb", {"NUM_DEVICES": 3, "LIMIT": 59_904}),
     ("notebooks/05_multi_worker.ipynb", {"WORKERS": 3}),
     ("notebooks/06_parameter_servers.ipynb", {"WORKERS": 3, "PER_STEP_BATCH": 99}),
@@ -57,9 +58,13 @@ def test_other_device_and_worker_counts_that_work_pass(notebook, values):
      "evenly over the workers. Use a multiple of 3, e.g. PER_STEP_BATCH = 99 or 102, or change WORKERS."),
     ("notebooks/02_mirrored_strategy_fit.ipynb", {"NUM_DEVICES": 3, "TEST_LIMIT": 100},
      "TEST_LIMIT = 100: the first batch would be 100 examples, which NUM_DEVICES = 3 replicas cannot split evenly"),
-    ("solutions/07_svhn.ipynb", {"NUM_DEVICES": 3, "TEST_LIMIT": 100}, "Use TEST_LIMIT >= 192, or a multiple of 3"),
+    ("solutions/07_svhn.ipynb", {"NUM_DEVICES": 3, "TEST_LIMIT": 100},
+     "Use a multiple of 3, e.g. TEST_LIMIT = 99 or 102"),
     ("notebooks/04_single_vs_multi_device.ipynb", {"NUM_DEVICES": 3, "TEST_LIMIT": 2},
-     "NUM_DEVICES = 3 is more than TEST_LIMIT = 2"),
+     "TEST_LIMIT = 2: the first batch would be 2 examples"),
+    ("notebooks/04_single_vs_multi_device.ipynb", {"NUM_DEVICES": 3, "TEST_LIMIT": 256},  # 255 + 1: two empty replicas
+     "TEST_LIMIT = 256: the last batch would be 1 example, which leaves some of the NUM_DEVICES = 3 replicas none"),
+    ("notebooks/02_mirrored_strategy_fit.ipynb", {"TEST_LIMIT": 257}, "e.g. TEST_LIMIT = 256 or 258"),
     ("notebooks/04_single_vs_multi_device.ipynb", {"NUM_DEVICES": 0}, "NUM_DEVICES = 0: give a whole number"),
     ("notebooks/04_single_vs_multi_device.ipynb", {"SCALING_BATCHES": [8, 0]}, "SCALING_BATCHES[1] = 0"),
     ("notebooks/05_multi_worker.ipynb", {"LIMIT": 100}, "PER_WORKER_BATCH * WORKERS = 128 is more than LIMIT = 100"),
@@ -92,4 +97,7 @@ def test_divisible_offers_the_nearest_multiples():
     parameters.divisible("B", 6, "N", 3, why="x")
     with pytest.raises(parameters.ParameterError, match="Use N <= 4"):
         parameters.at_most("N", 5, "L", 4, why="x")
-    parameters.first_batch_splits("T", None, 96, 3, "R")  # the whole split: the first batch is a full 96
+    parameters.batches_split("T", None, 96, 3, "R")  # the whole split: the first batch is a full 96
+    parameters.batches_split("T", 97 + 3, 96, 3, "R")  # a last batch of 4: every replica gets one or two
+    with pytest.raises(parameters.ParameterError, match="the last batch would be 1 example"):
+        parameters.batches_split("T", 97, 96, 3, "R")
