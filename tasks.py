@@ -75,16 +75,29 @@ def _is_root() -> bool:
     return hasattr(os, "geteuid") and os.geteuid() == 0
 
 
+APT_FAILED = ROOT / "build" / "apt-failed.txt"  # installs that failed here: not tried again by every command
+
+
 def _apt_install(*packages: str) -> bool:
-    """Install Debian packages when we can (root + apt-get); quietly skip otherwise."""
+    """Install Debian packages when we can (root + apt-get); quietly skip otherwise. A failure (offline, an
+    unknown package) is recorded in ``APT_FAILED`` and not retried until that line is deleted."""
     if not (_is_root() and shutil.which("apt-get")):
+        return False
+    wanted = " ".join(packages)
+    if APT_FAILED.exists() and wanted in APT_FAILED.read_text().splitlines():
+        say(f"not retrying `apt-get install {wanted}`, which failed here before (delete {APT_FAILED} to retry)")
         return False
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "env": env}
     if subprocess.run(["apt-get", "install", "-y", "-q", *packages], **quiet).returncode == 0:
         return True
     subprocess.run(["apt-get", "update", "-q"], **quiet)
-    return subprocess.run(["apt-get", "install", "-y", "-q", *packages], **quiet).returncode == 0
+    if subprocess.run(["apt-get", "install", "-y", "-q", *packages], **quiet).returncode == 0:
+        return True
+    APT_FAILED.parent.mkdir(parents=True, exist_ok=True)
+    with APT_FAILED.open("a") as failed:
+        failed.write(wanted + "\n")
+    return False
 
 
 def make_venv(venv_dir: Path = VENV) -> None:

@@ -1,33 +1,48 @@
-"""Plumbing shared by the notebooks of the distributed-training course.
+"""Plumbing shared by the notebooks of the distributed-training course, one small module per concern.
 
-One small module per concern:
+The ``tf.distribute`` calls the course teaches stay in the notebooks. Modules import TensorFlow lazily
+where they can, so that ``devices.simulate_devices`` can run before TensorFlow starts.
 
-- :mod:`course_utils.devices`   -- ``n`` devices anywhere: logical CPUs, a GPU split, or real GPUs.
-- :mod:`course_utils.idx`       -- read and write IDX files (the MNIST file format).
-- :mod:`course_utils.datasets`  -- load Fashion-MNIST from the best available source.
-- :mod:`course_utils.pipeline`  -- the shared ``tf.data`` input pipeline.
-- :mod:`course_utils.models`    -- the course's CNN, with stable layer names.
-- :mod:`course_utils.callbacks` -- a throughput callback that times training steps only.
+Every notebook
+- :mod:`course_utils.devices`    -- ``n`` devices anywhere: logical CPUs, a GPU split, or real GPUs.
+- :mod:`course_utils.parameters` -- the checks in the cell after the parameters: stop at once, naming values that work.
+- :mod:`course_utils.datasets`   -- Fashion-MNIST (and SVHN) from the best available source, offline first.
+- :mod:`course_utils.idx`        -- read and write IDX files (the MNIST file format).
+- :mod:`course_utils.pipeline`   -- the shared ``tf.data`` input pipeline and its checks.
+- :mod:`course_utils.models`     -- the course's CNN, with stable layer names.
+- :mod:`course_utils.timing`     -- a stopwatch, interleaved repeats, median and spread tables.
+- :mod:`course_utils.plots`      -- training curves, median bars with min-max whiskers, cluster diagrams.
+
+02 ``MirroredStrategy`` with ``fit`` and 03 the custom loop
+- :mod:`course_utils.callbacks`   -- a throughput callback that times training steps only.
 - :mod:`course_utils.checkpoints` -- find and load checkpoints, with errors that say what to do.
-- :mod:`course_utils.compare`   -- gradients and weights of two runs: scale, angle, max difference.
-- :mod:`course_utils.timing`    -- a stopwatch, interleaved repeats, median and spread tables.
-- :mod:`course_utils.plots`     -- training curves, median bars with min-max whiskers, a cluster diagram.
-- :mod:`course_utils.tf_config` -- build ``TF_CONFIG`` on free local ports, and check any you are given.
-- :mod:`course_utils.processes` -- child processes in their own groups, always stopped (never left running).
-- :mod:`course_utils.task_output` -- the tasks' output: TensorFlow's log noise, progress, status lines.
-- :mod:`course_utils.cluster`   -- run a cluster's tasks as local processes, with faults and restarts.
-- :mod:`course_utils.worker_exit` -- the last line of every worker script: all workers leave together.
-- :mod:`course_utils.run_results` -- what such a run returns or raises: exit codes, times, logs.
-- :mod:`course_utils.servers`   -- parameter-server tasks that keep running: kill, restart, a bounded join.
-- :mod:`course_utils.scaling`   -- time 1 worker against N over per-worker batch sizes.
-- :mod:`course_utils.slurm`     -- a local one-node Slurm cluster, ``sbatch`` and wait, jobs that never start.
-- :mod:`course_utils.slurm_tasks` -- inside a Slurm task: a resolver for CPU-only nodes, ``TF_CONFIG`` from it.
-- :mod:`course_utils.notebook_files` -- the files a notebook's ``%%writefile`` cells write.
-- :mod:`course_utils.parameters` -- a notebook's parameter checks: stop at once, naming values that work.
+- :mod:`course_utils.compare`     -- gradients and weights of two runs: scale, angle, max difference.
 
-The ``tf.distribute`` calls that the course teaches stay in the notebooks.
-Modules import TensorFlow lazily where they can, so that
-``course_utils.devices.simulate_devices`` can run before TensorFlow starts.
+04 single vs multi device
+- :mod:`course_utils.peak`    -- this machine's matmul peak FLOP/s, a model's FLOPs per image, the precision policy.
+- :mod:`course_utils.monitor` -- per-core CPU and GPU utilisation sampled in a background thread.
+
+05 multi-worker and 05b network links
+- :mod:`course_utils.tf_config`      -- build ``TF_CONFIG`` on free local ports, and check any you are given.
+- :mod:`course_utils.processes`      -- child processes in their own groups, always stopped (never left running).
+- :mod:`course_utils.task_output`    -- the tasks' output: TensorFlow's log noise, progress, status lines.
+- :mod:`course_utils.run_results`    -- what a run returns or raises: exit codes, times, logs.
+- :mod:`course_utils.cluster`        -- run a cluster's tasks as local processes, with faults and restarts.
+- :mod:`course_utils.worker_exit`    -- the last line of every worker script: all workers leave together.
+- :mod:`course_utils.notebook_files` -- the files a notebook's ``%%writefile`` cells write.
+- :mod:`course_utils.scaling`        -- time 1 worker against N over per-worker batch sizes.
+- :mod:`course_utils.netlab`         -- machines joined by links of a chosen bandwidth (network namespaces).
+
+06 parameter servers
+- :mod:`course_utils.servers` -- parameter-server tasks that keep running: kill, restart, a bounded join.
+
+07 the SVHN exercise
+- :mod:`course_utils.svhn_standin`    -- an offline, generated stand-in for SVHN crops, cached on disk.
+- :mod:`course_utils.exercise_checks` -- the exercise's check cells.
+
+08 Slurm
+- :mod:`course_utils.slurm`       -- a local one-node Slurm cluster, ``sbatch`` and wait, jobs that never start.
+- :mod:`course_utils.slurm_tasks` -- inside a Slurm task: a resolver for CPU-only nodes, ``TF_CONFIG`` from it.
 """
 
 __version__ = "0.1.0"

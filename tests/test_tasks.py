@@ -17,12 +17,10 @@ except ModuleNotFoundError:  # Python 3.10
 
 import nbformat
 import pytest
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from tools import notebook_metadata as nm
 from tools.notebook_params import ROOT, course_notebooks
 
 DEV_TOOLS = {"jupyterlab", "ipykernel", "nbformat", "papermill", "nbval", "pytest"}
@@ -127,6 +125,22 @@ def test_setup_installs_slurm_munge_and_iproute2_with_apt_only_where_missing(mon
     monkeypatch.setattr(tasks.shutil, "which", lambda name, path=None: None if name == "tc" else f"/x/{name}")
     tasks.setup()
     assert installs == [("iproute2",)], "one of ip and tc missing is enough to install iproute2"
+
+
+def test_a_failed_apt_install_is_recorded_and_not_retried(monkeypatch, tmp_path, capsys):
+    calls = []
+    monkeypatch.setattr(tasks, "APT_FAILED", tmp_path / "build" / "apt-failed.txt")
+    monkeypatch.setattr(tasks, "_is_root", lambda: True)
+    monkeypatch.setattr(tasks.shutil, "which", lambda name, path=None: f"/usr/bin/{name}")
+    monkeypatch.setattr(tasks.subprocess, "run",
+                        lambda cmd, **kw: calls.append(cmd[1]) or SimpleNamespace(returncode=100))
+    assert tasks._apt_install("slurm-wlm", "munge") is False
+    assert calls == ["install", "update", "install"]
+    assert (tmp_path / "build" / "apt-failed.txt").read_text() == "slurm-wlm munge\n"
+    calls.clear()
+    assert tasks._apt_install("slurm-wlm", "munge") is False and calls == []  # not again
+    assert "not retrying `apt-get install slurm-wlm munge`" in capsys.readouterr().out
+    assert tasks._apt_install("iproute2") is False and calls == ["install", "update", "install"]  # others still tried
 
 
 def test_setup_digest_of_the_oldest_venv_covers_its_own_constraints(tmp_path):
@@ -328,91 +342,6 @@ def test_venv_has_the_locked_versions_of_the_dependencies():
             pytest.fail(f"{req.name} is not installed: run `python3 tasks.py setup`")
         assert installed == pins[canonicalize_name(req.name)], \
             f"{req.name} {installed} differs from {VENV_CONSTRAINTS}: `python3 tasks.py setup` or `tasks.py lock`"
-
-
-# --- run metadata ---------------------------------------------------------------------------------
-
-def _papermill_notebook():
-    papermill_cell = {"start_time": "2026-11-22T20:35:11.50+00:00", "end_time": "2026-11-22T20:35:11.51+00:00",
-                      "duration": 0.01, "status": "completed", "exception": False}
-    execution = {"iopub.execute_input": "2026-11-22T20:35:11.5Z", "shell.execute_reply": "2026-11-22T20:35:11.6Z"}
-    nb = new_notebook(cells=[
-        new_markdown_cell("# Title", metadata={"papermill": dict(papermill_cell), "tags": []}),
-        new_code_cell("EPOCHS = 3", execution_count=1,
-                      metadata={"tags": ["parameters"], "papermill": dict(papermill_cell),
-                                "execution": dict(execution)}),
-        new_code_cell("print('hi')", execution_count=2,
-                      metadata={"papermill": dict(papermill_cell), "execution": dict(execution), "tags": []},
-                      outputs=[new_output("stream", name="stdout", text="hi\n")]),
-    ])
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb.metadata["papermill"] = {"duration": 155.6, "start_time": "x", "end_time": "y", "exception": None,
-                                "input_path": "/a.ipynb", "output_path": "/a.ipynb", "parameters": {},
-                                "environment_variables": {}, "version": "2.7.0"}
-    return nb
-
-
-def test_strip_run_metadata_keeps_outputs_and_one_wall_time():
-    nb = _papermill_notebook()
-    outputs = [c.get("outputs") for c in nb.cells]
-    assert nm.strip_run_metadata(nb, 155.6)
-    nbformat.validate(nb)
-    assert nb.metadata == {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
-                           "course": {"wall_time_s": 156}}
-    assert [c.metadata for c in nb.cells] == [{"tags": []}, {"tags": ["parameters"]}, {"tags": []}]
-    assert [c.get("outputs") for c in nb.cells] == outputs
-    assert [c.get("execution_count") for c in nb.cells] == [None, 1, 2]
-    assert "papermill" not in nbformat.writes(nb) and "iopub" not in nbformat.writes(nb)
-    assert not nm.strip_run_metadata(nb, 156.4), "same wall time: nothing to change"
-    assert nm.strip_run_metadata(nb, None) and "course" not in nb.metadata
-
-
-def test_strip_file_writes_like_papermill(tmp_path):
-    path = tmp_path / "nb.ipynb"
-    path.write_text(nbformat.writes(_papermill_notebook()))  # papermill: no final newline
-    nm.strip_file(path, 6.2)
-    text = path.read_text()
-    assert not text.endswith("\n") and nm.wall_time(path) == 6
-    assert nbformat.reads(text, as_version=4).cells[2].outputs[0].text == "hi\n"
-
-
-def test_wall_time_sentence_and_readme_update(tmp_path):
-    times = {"01": 6, "02": 156, "03": 409}
-    machine = "on the 2-core CPU-only development machine"
-    assert nm.wall_time_sentence(times, machine) == (
-        "(on the 2-core CPU-only development machine: 01 6 s, 02 156 s, 03 409 s, under 10 minutes in all)")
-    assert nm.wall_time_sentence({"01": 59}) == "(on the development machine: 01 59 s, under a minute in all)"
-
-    readme = tmp_path / "README.md"
-    original = (f"Times <!-- wall-times -->({machine}: 01 1 s, under a minute in all)<!-- /wall-times -->;\nmore\n")
-    readme.write_text(original)
-    folder = tmp_path / "notebooks"
-    folder.mkdir()
-    paths = []
-    for name, seconds in [("01_a.ipynb", 6.4), ("02_b.ipynb", None), ("03_c.ipynb", 409), ("03b_d.ipynb", 9)]:
-        nb = _papermill_notebook()
-        if seconds is not None:
-            nm.strip_run_metadata(nb, seconds)
-        nbformat.write(nb, folder / name)
-        paths.append(folder / name)
-    assert nm.wall_times(paths) == {"01": 6, "03": 409, "03b": 9}  # 03b is not 03
-    assert nm.update_readme(readme, paths)
-    assert readme.read_text() == (f"Times <!-- wall-times -->({machine}: 01 6 s, 03 409 s, 03b 9 s, "
-                                  "under 8 minutes in all)<!-- /wall-times -->;\nmore\n")
-    assert not nm.update_readme(readme, paths)
-    readme.write_text(original)
-    assert not nm.update_readme(readme, paths[1:2]) and readme.read_text() == original, "no metadata: as is"
-
-
-COMMITTED_TIMES = nm.wall_times(course_notebooks())
-
-
-@pytest.mark.skipif(not COMMITTED_TIMES, reason="no committed notebook records metadata.course.wall_time_s "
-                                                "yet: run `python3 tasks.py course`")
-def test_readme_wall_times_equal_the_notebooks_metadata():
-    readme = (ROOT / "README.md").read_text()
-    assert nm.readme_sentence(readme) == nm.wall_time_sentence(COMMITTED_TIMES, nm.readme_machine(readme)), \
-        "README's wall times differ from the notebooks' metadata: run `python3 tasks.py course`"
 
 
 @pytest.mark.notebook

@@ -1,0 +1,14 @@
+"""The package itself: its docstring lists every module, once."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import course_utils
+
+
+def test_the_package_docstring_lists_every_module_once():
+    modules = sorted(p.stem for p in Path(course_utils.__file__).parent.glob("*.py") if p.stem != "__init__")
+    listed = re.findall(r":mod:`course_utils\.(\w+)`", course_utils.__doc__)
+    assert sorted(listed) == modules
