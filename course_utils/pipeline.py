@@ -1,14 +1,14 @@
 """The course's ``tf.data`` input pipeline: :func:`make_pipeline`, and the batch arithmetic of ``tf.distribute``.
 
 :func:`make_pipeline` scales to [0, 1], caches, shuffles, batches by the *global* batch
-size and prefetches; :func:`check_global_batch` and :func:`last_batch_split` say how a
+size and prefetches; :func:`per_replica_batch` and :func:`last_batch_split` say how a
 global batch divides across replicas.
 """
 
 from __future__ import annotations
 
 
-def check_global_batch(global_batch_size: int, num_replicas: int) -> int:
+def per_replica_batch(global_batch_size: int, num_replicas: int) -> int:
     """Return the per-replica batch, or raise if the global batch does not divide evenly."""
     if not isinstance(global_batch_size, int) or global_batch_size < 1:
         raise ValueError(f"global_batch_size must be a positive integer, got {global_batch_size!r}")
@@ -71,7 +71,7 @@ def make_pipeline(
     """
     import tensorflow as tf  # noqa: PLC0415
 
-    check_global_batch(global_batch_size, 1 if num_replicas is None else num_replicas)
+    per_replica_batch(global_batch_size, 1 if num_replicas is None else num_replicas)
     if num_replicas is not None:
         num_examples = int(dataset.cardinality())
         split = [] if drop_remainder or num_examples < 0 else last_batch_split(

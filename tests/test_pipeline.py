@@ -6,13 +6,13 @@ from course_utils import pipeline
 
 
 def test_check_global_batch():
-    assert pipeline.check_global_batch(128, 2) == 64
+    assert pipeline.per_replica_batch(128, 2) == 64
     with pytest.raises(ValueError, match="101 does not divide across 2 replicas.*e.g. 100 or 102"):
-        pipeline.check_global_batch(101, 2)
+        pipeline.per_replica_batch(101, 2)
     with pytest.raises(ValueError, match="2 does not divide across 3 replicas.*e.g. 3"):
-        pipeline.check_global_batch(2, 3)
+        pipeline.per_replica_batch(2, 3)
     with pytest.raises(ValueError, match="positive integer"):
-        pipeline.check_global_batch(0, 2)
+        pipeline.per_replica_batch(0, 2)
 
 
 def _toy(n=10):
