@@ -195,8 +195,9 @@ def setup_oldest() -> None:
                f"the oldest supported versions ({CONSTRAINTS_OLDEST.name})")
 
 
-def _venv_env(venv_dir: Path = VENV) -> dict[str, str]:
-    env = dict(os.environ)
+def _venv_env(venv_dir: Path = VENV, offline: bool = False) -> dict[str, str]:
+    """This environment with ``venv_dir`` first on PATH; ``offline``: COURSE_OFFLINE=1 (no test needs the network)."""
+    env = dict(os.environ, **({"COURSE_OFFLINE": "1"} if offline else {}))
     env["PATH"] = f"{venv_python(venv_dir).parent}{os.pathsep}{env.get('PATH', '')}"
     env["VIRTUAL_ENV"] = str(venv_dir)
     return env
@@ -217,8 +218,7 @@ def oldest_test_commands(args: list[str]) -> list[list]:
 
 def oldest_check(args: list[str]) -> int:
     setup_oldest()
-    env = _venv_env(VENV_OLDEST)
-    env["COURSE_OFFLINE"] = "1"
+    env = _venv_env(VENV_OLDEST, offline=True)
     env["COURSE_CONSTRAINTS"] = CONSTRAINTS_OLDEST.name  # what the tests compare the venv with
     say(f"oldest supported versions ({CONSTRAINTS_OLDEST.name}): unit tests, then {OLDEST_SMOKE.split('[')[1][:-1]}")
     for cmd in oldest_test_commands(args):
@@ -256,8 +256,7 @@ def suite(args: list[str]) -> int:
     setup()
     if ruff([]) != 0:  # a lint finding fails the tests before they start
         return 1
-    env = _venv_env()
-    env["COURSE_OFFLINE"] = "1"  # no test ever needs the network
+    env = _venv_env(offline=True)
     say("unit tests")
     # Each notebook is executed once: nbval's run below is the smoke run (it fails on any error), so the
     # papermill smoke tests (marker smoke_run, for running pytest directly) are left out here.
@@ -285,9 +284,7 @@ def stress(args: list[str]) -> int:
     """The multi-process tests and the smoke runs of notebooks 05, 05b, 06 and 08, ``--rounds`` times
     while ``--load`` busy loops keep the cores busy (``tools/stress.py``); failures per test."""
     setup()
-    env = _venv_env()
-    env["COURSE_OFFLINE"] = "1"
-    return subprocess.run([PY, "-m", "tools.stress", *args], cwd=ROOT, env=env).returncode
+    return subprocess.run([PY, "-m", "tools.stress", *args], cwd=ROOT, env=_venv_env(offline=True)).returncode
 
 
 def lab(args: list[str]) -> int:

@@ -21,8 +21,8 @@ from collections import defaultdict
 from pathlib import Path
 
 from course_utils import processes
+from tools.notebook_params import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 MULTI_PROCESS_TESTS = [
     "tests/test_cluster.py", "tests/test_servers.py", "tests/test_worker_exit.py",
     "tests/test_multi_worker_scripts.py", "tests/test_parameter_servers.py", "tests/test_netlab.py",
