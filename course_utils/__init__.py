@@ -25,9 +25,8 @@ Every notebook
 05 multi-worker and 05b network links
 - :mod:`course_utils.tf_config`      -- build ``TF_CONFIG`` on free local ports, and check any you are given.
 - :mod:`course_utils.processes`      -- child processes in their own groups, always stopped (never left running).
-- :mod:`course_utils.task_output`    -- the tasks' output: TensorFlow's log noise, progress, status lines.
-- :mod:`course_utils.run_results`    -- what a run returns or raises: exit codes, times, logs.
-- :mod:`course_utils.cluster`        -- run a cluster's tasks as local processes, with faults and restarts.
+- :mod:`course_utils.cluster`        -- run a cluster's tasks as local processes, with faults and restarts (a package:
+  its launcher, its run's phases, what a run returns, the tasks' output).
 - :mod:`course_utils.worker_exit`    -- the last line of every worker script: all workers leave together.
 - :mod:`course_utils.notebook_files` -- the files a notebook's ``%%writefile`` cells write.
 - :mod:`course_utils.scaling`        -- time 1 worker against N over per-worker batch sizes.

@@ -179,6 +179,57 @@ def _count(dataset) -> int:
     return n
 
 
+def _from_prepared_tfds(builder, problem, data_dir, tfds_split, tried):
+    """1. TFDS data already prepared in the data directory."""
+    try:
+        prepared = builder is not None and builder.is_prepared()
+    except Exception as err:  # noqa: BLE001  (a broken optional source must not stop the others)
+        builder, problem, prepared = None, _tfds_broken(err), False
+    if prepared:
+        ds = builder.as_dataset(split=tfds_split, as_supervised=True)
+        return ds, _count(ds), f"TFDS data prepared in {builder.data_dir}"
+    tried.append(problem or f"TFDS data prepared in {builder.data_dir if builder else data_dir}: none")
+    return None
+
+
+def _from_idx(spec, split, limit, tried):
+    """2. Local IDX files (Debian's dataset-fashion-mnist, or files in the data directory)."""
+    import tensorflow as tf  # noqa: PLC0415
+
+    found = _load_idx(spec, split, limit, tried)
+    if found is None:
+        return None
+    images, labels, source = found
+    return tf.data.Dataset.from_tensor_slices((images, labels)), len(labels), source
+
+
+def _from_tfds_download(builder, offline, tfds_split, tried):
+    """3. A TFDS download (not offline, and only when its host answers)."""
+    if offline:
+        tried.append(f"TFDS download: skipped, offline mode (offline=True or ${OFFLINE_ENV}=1)")
+    elif builder is None:
+        tried.append("TFDS download: tensorflow-datasets is not usable (see above)")
+    elif not tfds_reachable():
+        tried.append(f"TFDS download: {TFDS_HOST[0]} not reachable within 3 s")
+    else:
+        builder.download_and_prepare()
+        ds = builder.as_dataset(split=tfds_split, as_supervised=True)
+        return ds, _count(ds), f"TFDS download into {builder.data_dir}"
+    return None
+
+
+def _from_standin(spec, split, limit):
+    """4. A generated stand-in, for the datasets that have one (SVHN)."""
+    if not spec.generated:
+        return None
+    import tensorflow as tf  # noqa: PLC0415
+
+    from course_utils import svhn_standin  # noqa: PLC0415
+
+    images, labels = svhn_standin.load(split, n=limit)
+    return tf.data.Dataset.from_tensor_slices((images, labels)), len(labels), svhn_standin.SOURCE
+
+
 def load(
     name: str,
     split: str = "train",
@@ -195,8 +246,6 @@ def load(
     Returns a :class:`LoadedData`; unpack it as ``ds, info = load(...)``.
     Raises :class:`DataUnavailableError` listing every source tried when none works.
     """
-    import tensorflow as tf  # noqa: PLC0415
-
     if name not in DATASETS:
         raise ValueError(f"Unknown dataset {name!r}. Available: {', '.join(sorted(DATASETS))}.")
     spec = DATASETS[name]
@@ -207,51 +256,21 @@ def load(
     if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
         raise ValueError(f"limit must be a positive integer or None, got {limit!r}")
     data_dir = os.fspath(data_dir) if data_dir else os.environ.get(DATA_DIR_ENV) or None
+    offline = is_offline(offline)
     tfds_split = split if limit is None else f"{split}[:{limit}]"
     tried: list[str] = []
-
-    def done(dataset, n, source):
-        info = LoadedData(dataset, name, split, n, source, spec.image_shape, spec.num_classes)
-        if verbose:
-            print(f"{name}/{split}: {n} examples from {source}")
-        return info
-
-    # 1. TFDS data prepared in the data directory.
-    builder, problem = _tfds_builder(name, data_dir, is_offline(offline))
-    try:
-        prepared = builder is not None and builder.is_prepared()
-    except Exception as err:  # noqa: BLE001  (a broken optional source must not stop the others)
-        builder, problem, prepared = None, _tfds_broken(err), False
-    if prepared:
-        ds = builder.as_dataset(split=tfds_split, as_supervised=True)
-        return done(ds, _count(ds), f"TFDS data prepared in {builder.data_dir}")
-    tried.append(problem or f"TFDS data prepared in {builder.data_dir if builder else data_dir}: none")
-
-    # 2. Local IDX files.
-    found = _load_idx(spec, split, limit, tried)
-    if found is not None:
-        images, labels, source = found
-        return done(tf.data.Dataset.from_tensor_slices((images, labels)), len(labels), source)
-
-    # 3. TFDS download.
-    if is_offline(offline):
-        tried.append(f"TFDS download: skipped, offline mode (offline=True or ${OFFLINE_ENV}=1)")
-    elif builder is None:
-        tried.append("TFDS download: tensorflow-datasets is not usable (see above)")
-    elif not tfds_reachable():
-        tried.append(f"TFDS download: {TFDS_HOST[0]} not reachable within 3 s")
-    else:
-        builder.download_and_prepare()
-        ds = builder.as_dataset(split=tfds_split, as_supervised=True)
-        return done(ds, _count(ds), f"TFDS download into {builder.data_dir}")
-
-    # 4. A generated stand-in (SVHN).
-    if spec.generated:
-        from course_utils import svhn_standin  # noqa: PLC0415
-
-        images, labels = svhn_standin.load(split, n=limit)
-        return done(tf.data.Dataset.from_tensor_slices((images, labels)), len(labels), svhn_standin.SOURCE)
-
+    builder, problem = _tfds_builder(name, data_dir, offline)
+    sources = (lambda: _from_prepared_tfds(builder, problem, data_dir, tfds_split, tried),  # in this order
+               lambda: _from_idx(spec, split, limit, tried),
+               lambda: _from_tfds_download(builder, offline, tfds_split, tried),
+               lambda: _from_standin(spec, split, limit))
+    for source in sources:
+        found = source()
+        if found is not None:
+            dataset, n, where = found
+            if verbose:
+                print(f"{name}/{split}: {n} examples from {where}")
+            return LoadedData(dataset, name, split, n, where, spec.image_shape, spec.num_classes)
     raise DataUnavailableError(
         f"{name}/{split} is not available offline here. Tried:\n  - "
         + "\n  - ".join(tried)

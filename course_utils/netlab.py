@@ -25,18 +25,19 @@ import os
 import queue
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from course_utils import processes
 
 PREFIX = "dtc"                  # namespaces: dtc-hub, dtc-0, dtc-1, ...
 SUBNET = "198.18.0"             # host i gets 198.18.0.(i + 1)/24
 PORT = 2222                     # every host has its own ports: all tasks can use the same one
 _RATE = re.compile(r"^(\d+(?:\.\d+)?)(k|m|g)?bit$")
 _SCALE = {None: 1, "k": 1e3, "m": 1e6, "g": 1e9}
+_STREAM = "course_utils._tcp_stream"  # the two ends of Network.bandwidth's TCP stream
 
 
 class NetlabError(RuntimeError):
@@ -57,11 +58,11 @@ def unavailable() -> str | None:
     if missing:
         return f"{' and '.join(missing)} not found: install Debian's iproute2 (apt-get install iproute2)"
     probe = f"{PREFIX}-probe-{os.getpid()}"
-    made = subprocess.run([_tools()["ip"], "netns", "add", probe], capture_output=True, text=True)
-    if made.returncode != 0:
-        return f"`ip netns add` failed here: {made.stderr.strip()}"
-    subprocess.run([_tools()["ip"], "netns", "delete", probe], capture_output=True)
-    return None
+    with processes.interrupts_held():  # a Ctrl-C between add and delete would leave the probe behind
+        made = subprocess.run([_tools()["ip"], "netns", "add", probe], capture_output=True, text=True)
+        if made.returncode == 0:
+            subprocess.run([_tools()["ip"], "netns", "delete", probe], capture_output=True)
+    return None if made.returncode == 0 else f"`ip netns add` failed here: {made.stderr.strip()}"
 
 
 def existing(prefix: str = PREFIX) -> list[str]:
@@ -167,8 +168,9 @@ class Network:
         atexit.register(self.close)
         try:
             for name in (self.hub, *self.namespaces):
-                self._ip("netns", "add", name)
-                self.created.append(name)
+                with processes.interrupts_held():  # created means recorded, so close() deletes it
+                    self._ip("netns", "add", name)
+                    self.created.append(name)
                 self._ip("link", "set", "lo", "up", netns=name)
             self._ip("link", "add", "br0", "type", "bridge", netns=self.hub)
             self._ip("link", "set", "br0", "up", netns=self.hub)
@@ -187,8 +189,10 @@ class Network:
 
     def close(self) -> None:
         """Delete every namespace this network created, and with them its links (safe to call twice)."""
-        while self.created:
-            subprocess.run([_tools()["ip"], "netns", "delete", self.created.pop()], capture_output=True)
+        with processes.interrupts_held():  # every one is deleted, even if Ctrl-C comes meanwhile
+            while self.created:
+                subprocess.run([_tools()["ip"], "netns", "delete", self.created[-1]], capture_output=True)
+                self.created.pop()
         atexit.unregister(self.close)
 
     # -- links --------------------------------------------------------------------------------------
@@ -201,12 +205,12 @@ class Network:
         bits = rate_bits(rate)
         for end in (end for link in self.links() for end in link):
             netns, device = end
-            if " tbf " in self._tc("qdisc", "show", "dev", device, netns=netns):
-                self._tc("qdisc", "del", "dev", device, "root", netns=netns)
             if bits is not None:  # the bucket holds 1 ms of traffic (at least 32 KB); packets wait up to 50 ms
-                burst = max(32_000, int(bits / 8 / 1000))
-                self._tc("qdisc", "add", "dev", device, "root", "tbf", "rate", f"{int(bits)}bit",
+                burst = max(32_000, int(bits / 8 / 1000))  # replace: one atomic change, never a moment unlimited
+                self._tc("qdisc", "replace", "dev", device, "root", "tbf", "rate", f"{int(bits)}bit",
                          "burst", burst, "latency", "50ms", netns=netns)
+            elif " tbf " in self._tc("qdisc", "show", "dev", device, netns=netns):
+                self._tc("qdisc", "del", "dev", device, "root", netns=netns)
         self.rate = bits
 
     def qdiscs(self) -> list[str]:
@@ -242,17 +246,16 @@ class Network:
 
     def bandwidth(self, src: int = 0, dst: int = 1, seconds: float = 2.0) -> float:
         """Bytes per second that one TCP stream moves from host ``src`` to host ``dst``, measured."""
-        from course_utils import processes  # noqa: PLC0415
-
         lines: queue.Queue = queue.Queue()
         log = Path(tempfile.mkdtemp(prefix="netlab-")) / "receiver.log"
         receiver, reader = processes.start(
-            [*self.exec_prefix(dst), sys.executable, "-m", __name__, "receive", self.addresses[dst], self.port],
+            [*self.exec_prefix(dst), sys.executable, "-m", _STREAM, "receive", self.addresses[dst], self.port],
             env=dict(os.environ), log_path=log, lines=lines)
         try:
             _, line = lines.get(timeout=30)
-            if line != "listening":
-                raise NetlabError(f"The receiver on host {dst} failed: {line} (its log: {log})")
+            if line != "listening":  # its log goes with its directory below: quote it
+                reader.join(timeout=5)
+                raise NetlabError(f"The receiver on host {dst} failed; its output:\n{log.read_text(errors='replace')}")
             _send(self.exec_prefix(src), self.addresses[dst], self.port, seconds)
             _, line = lines.get(timeout=30)
             received, elapsed = map(float, line.split())
@@ -266,36 +269,8 @@ class Network:
 
 
 def _send(prefix: list[str], host: str, port: int, seconds: float) -> int:
-    done = subprocess.run([*prefix, sys.executable, "-m", __name__, "send", host, str(port), str(seconds)],
+    done = subprocess.run([*prefix, sys.executable, "-m", _STREAM, "send", host, str(port), str(seconds)],
                           capture_output=True, text=True, timeout=seconds + 60)
     if done.returncode != 0:
         raise NetlabError(f"The sender failed: {done.stderr.strip()[-500:]}")
     return int(done.stdout.split()[0])
-
-
-def _receive(host: str, port: int) -> None:
-    with socket.create_server((host, port)) as server:
-        print("listening", flush=True)
-        conn, _ = server.accept()
-        total, start = 0, time.perf_counter()
-        with conn:
-            while chunk := conn.recv(1 << 20):
-                total += len(chunk)
-        print(total, time.perf_counter() - start, flush=True)
-
-
-def _send_for(host: str, port: int, seconds: float) -> None:
-    sent, chunk = 0, b"\0" * (1 << 20)
-    with socket.create_connection((host, port), timeout=10) as conn:
-        end = time.perf_counter() + seconds
-        while time.perf_counter() < end:
-            conn.sendall(chunk)
-            sent += len(chunk)
-    print(sent)
-
-
-if __name__ == "__main__":
-    if sys.argv[1] == "receive":
-        _receive(sys.argv[2], int(sys.argv[3]))
-    elif sys.argv[1] == "send":
-        _send_for(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]))

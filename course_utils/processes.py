@@ -15,27 +15,20 @@ loader) leaves them running if only its own pid is killed.
 from __future__ import annotations
 
 import atexit
-import ctypes
+import contextlib
 import os
 import queue
+import shutil
 import signal
 import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 LIVE: dict[int, subprocess.Popen] = {}  # pid -> process, until stopped
-_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
-_PR_SET_PDEATHSIG = 1
-
-
-def _child_setup(cpus, parent: int) -> None:  # runs in the child between fork and exec
-    if _LIBC is not None:
-        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-        if os.getppid() != parent:  # the parent died before prctl took effect
-            os._exit(1)
-    if cpus:
-        os.sched_setaffinity(0, cpus)
+_SETUP = Path(__file__).with_name("_exec_child.py")  # pins cores, sets PR_SET_PDEATHSIG, execs the command
+_held: list | None = None  # the interrupts caught while held (see interrupts_held), None when not held
 
 
 def _copy_lines(proc: subprocess.Popen, log_path, lines: queue.Queue, tag) -> None:
@@ -55,15 +48,44 @@ def start(command, *, env: dict, log_path, lines: queue.Queue, tag=None, cpus=No
 
     Call it from a thread that outlives the child (the main thread, or a supervisor thread): Linux
     sends ``PR_SET_PDEATHSIG`` when the *thread* that started the child ends, not only the process.
+    A Ctrl-C meanwhile is held until the process is registered (in :data:`LIVE`), then raised.
     """
-    parent = os.getpid()
-    proc = subprocess.Popen([str(c) for c in command], env=env, cwd=cwd, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
-                            preexec_fn=lambda: _child_setup(cpus, parent))
-    LIVE[proc.pid] = proc
-    reader = threading.Thread(target=_copy_lines, args=(proc, log_path, lines, tag), daemon=True)
-    reader.start()
+    command = [str(c) for c in command]
+    if shutil.which(command[0], path=env.get("PATH")) is None:
+        raise FileNotFoundError(f"{command[0]!r} is not a program found on PATH: install it or give its full path")
+    cores = ",".join(str(c) for c in sorted(cpus)) if cpus else "-"
+    with interrupts_held():
+        proc = subprocess.Popen([sys.executable, "-I", "-S", str(_SETUP), str(os.getpid()), cores, "--", *command],
+                                env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+        LIVE[proc.pid] = proc
+        reader = threading.Thread(target=_copy_lines, args=(proc, log_path, lines, tag), daemon=True)
+        reader.start()
     return proc, reader
+
+
+@contextlib.contextmanager
+def interrupts_held():
+    """Hold Ctrl-C (SIGINT, Jupyter's stop button) back for the block, then deliver it.
+
+    For the few lines between starting something and recording it (or between killing a group and
+    reaping it): an interrupt there would leave a process nobody stops. Blocks nest (the outermost
+    delivers). Only the main thread gets SIGINT, so elsewhere this does nothing.
+    """
+    global _held
+    if _held is not None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list = []
+    _held = caught
+    previous = signal.signal(signal.SIGINT, lambda *_: caught.append(True))
+    try:
+        yield
+    finally:  # a handler installed from C reads as None: Python's default stands for it
+        signal.signal(signal.SIGINT, signal.default_int_handler if previous is None else previous)
+        _held = None
+    if caught:
+        signal.raise_signal(signal.SIGINT)  # to the handler that was there before: KeyboardInterrupt by default
 
 
 def _signal_group(proc: subprocess.Popen, sig) -> None:
@@ -88,10 +110,11 @@ def stop(procs, grace: float = 5.0, kill: bool = False) -> None:
             except subprocess.TimeoutExpired:
                 pass
     finally:
-        for proc in procs:
-            _signal_group(proc, signal.SIGKILL)
-            proc.wait()
-            LIVE.pop(proc.pid, None)
+        with interrupts_held():  # every group is killed and reaped, even if Ctrl-C comes again meanwhile
+            for proc in procs:
+                _signal_group(proc, signal.SIGKILL)
+                proc.wait()
+                LIVE.pop(proc.pid, None)
 
 
 @atexit.register

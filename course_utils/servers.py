@@ -22,29 +22,26 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import queue
-import shutil
 import socket
-import tempfile
 import threading
 import time
-from pathlib import Path
 
-from course_utils import processes
 from course_utils import tf_config as tfc
-from course_utils.cluster import Launcher, visible_gpus
-from course_utils.run_results import ClusterError, ClusterTimeout, RunResult
-from course_utils.task_output import NOISE
+from course_utils.cluster import ClusterError, ClusterTimeout, Launcher, RunResult, job
 
 MIN_WORKER_INTEROP = 2  # measured: a worker with one inter-op thread never runs a scheduled function
 
 
 class Servers:
-    """The running server tasks of one cluster (what :func:`start` returns); a context manager."""
+    """The running server tasks of one cluster (what :func:`start` returns); a context manager.
 
-    def __init__(self, launcher: Launcher, show: str):
-        self.launcher, self.cluster, self.show = launcher, launcher.cluster, show
-        self.names = [tfc.task_name(*m) for m in launcher.members]
+    It owns a :class:`~course_utils.cluster.Launcher` whose tasks are never waited for: a background
+    thread shows their output, and :meth:`stop` (or leaving the ``with`` block) closes the launcher.
+    """
+
+    def __init__(self, launcher: Launcher):
+        self.launcher, self.cluster = launcher, launcher.job.cluster
+        self.names = launcher.job.names()
         self._owner = threading.get_ident()
         self._closed, self._stopping = threading.Event(), threading.Lock()
         self._pump = threading.Thread(target=self._drain, name="servers-output", daemon=True)
@@ -52,13 +49,7 @@ class Servers:
 
     def _drain(self) -> None:  # follow the tasks' output in the background (progress, optional printing)
         while not self._closed.is_set():
-            try:
-                task, line = self.launcher.lines.get(timeout=0.2)
-            except queue.Empty:
-                continue
-            task.progress.update(line)
-            if self.show == "lines" and not NOISE.search(line):
-                print(f"{task.name} | {line}", flush=True)
+            self.launcher.read(wait=0.2)
 
     @property
     def result(self) -> RunResult:
@@ -67,22 +58,16 @@ class Servers:
 
     def running(self) -> list[str]:
         """The tasks whose process is alive (``"worker 0"``, ``"ps 1"``, ...)."""
-        self._reap()
+        self.launcher.reap(drain=False)  # the output thread reads their lines
         return self.launcher.running()
 
     def table(self) -> str:
-        self._reap()
+        self.launcher.reap(drain=False)
         return self.launcher.result.table()
 
-    def _reap(self) -> None:
-        exited = [n for n in self.launcher.running() if self.launcher.current[n][0].poll() is not None]
-        if exited:
-            self.launcher.stop(exited, "exit")  # their leaders are gone: take their children too
-
-    def _task(self, name: str):
+    def _check(self, name: str) -> None:
         if name not in self.names:
             raise ValueError(f"{name!r} is not one of these servers ({', '.join(self.names)})")
-        return self.launcher.current[name][1]
 
     def wait_listening(self, timeout: float = 60.0, ready: str | None = None) -> float:
         """Wait until every task accepts connections on its port (and, with ``ready``, has a line
@@ -91,28 +76,24 @@ class Servers:
         for name in self.names:
             kind, index = name.split()
             host, port = self.cluster[kind][int(index)].rsplit(":", 1)
-            while True:
-                if name not in self.running():
-                    raise ClusterError(f"{name} exited before it listened on {host}:{port}:\n"
-                                       f"{self.launcher.tails([name])}", self.result)
-                try:
-                    socket.create_connection((host, int(port)), timeout=1).close()
-                    break
-                except OSError:
-                    if time.monotonic() - t0 > timeout:
-                        raise ClusterTimeout(f"{name} did not listen on {host}:{port} within {timeout:g} s:\n"
-                                             f"{self.launcher.tails([name])}", self.result) from None
-                    time.sleep(0.1)
-            log = self.launcher.current[name][1].log_path
-            while ready is not None and ready not in (log.read_text(errors="replace") if log.exists() else ""):
-                if name not in self.running():
-                    raise ClusterError(f"{name} exited before it printed {ready!r}:\n"
-                                       f"{self.launcher.tails([name])}", self.result)
-                if time.monotonic() - t0 > timeout:
-                    raise ClusterTimeout(f"{name} listens on {host}:{port} but did not print {ready!r} within "
-                                         f"{timeout:g} s:\n{self.launcher.tails([name])}", self.result)
-                time.sleep(0.05)
+            self._wait(name, (f"exited before it listened on {host}:{port}", f"did not listen on {host}:{port}"),
+                       lambda h=host, p=int(port): _accepts(h, p), t0, timeout)
+            if ready is not None:
+                log = self.launcher.task(name).log_path
+                self._wait(name, (f"exited before it printed {ready!r}",
+                                  f"listens on {host}:{port} but did not print {ready!r}"),
+                           lambda f=log: f.exists() and ready in f.read_text(errors="replace"), t0, timeout)
         return time.monotonic() - t0
+
+    def _wait(self, name: str, goal: tuple, done, t0: float, timeout: float) -> None:
+        """Wait until ``done()``; ``goal``: what went wrong if the task exits first, or if time runs out."""
+        while not done():
+            if name not in self.running():
+                raise ClusterError(f"{name} {goal[0]}:\n{self.launcher.tails([name])}", self.result)
+            if time.monotonic() - t0 > timeout:
+                raise ClusterTimeout(f"{name} {goal[1]} within {timeout:g} s:\n"
+                                     f"{self.launcher.tails([name])}", self.result)
+            time.sleep(0.05)
 
     def join(self, coordinator, timeout: float = 600.0) -> float:
         """``coordinator.join()``, but bounded: fail with a message when no worker is left to run the
@@ -134,7 +115,7 @@ class Servers:
 
     def kill(self, name: str) -> None:
         """SIGKILL the task's process group, as if its machine were lost."""
-        self._task(name)
+        self._check(name)
         self.launcher.stop([name], "fault", kill=True)
 
     def restart(self, *names: str) -> None:
@@ -145,33 +126,38 @@ class Servers:
             raise RuntimeError("Call restart() from the thread that started the servers: a process started "
                                "from another thread is killed when that thread ends.")
         names = names or tuple(self.names)
-        old = [self._task(name) for name in names]
+        for name in names:
+            self._check(name)
         alive = [name for name in names if name in self.running()]
         if alive:
             self.launcher.stop(alive, "fault", kill=True)
-        for name, task in zip(names, old):
-            self.launcher.start(self.launcher.by_name[name], task.attempt + 1)
+        for name in names:
+            self.launcher.start(name, self.launcher.task(name).attempt + 1)
 
     def stop(self) -> None:
         """Stop every task (SIGTERM, then SIGKILL after the grace period) and remove their temporary files."""
         with self._stopping:  # the caller and an atexit handler may both stop
             if self._closed.is_set():
                 return
-            self._stop()
-
-    def _stop(self) -> None:
-        try:
-            self.launcher.stop(self.launcher.running(), "stop")
-        finally:
-            self._closed.set()
-            self._pump.join(timeout=2)
-            shutil.rmtree(self.launcher.tmp_root, ignore_errors=True)
+            try:
+                self.launcher.close()
+            finally:
+                self._closed.set()
+                self._pump.join(timeout=2)
 
     def __enter__(self) -> Servers:
         return self
 
     def __exit__(self, *exc) -> bool:
         self.stop()
+        return False
+
+
+def _accepts(host: str, port: int) -> bool:
+    try:
+        socket.create_connection((host, port), timeout=1).close()
+        return True
+    except OSError:
         return False
 
 
@@ -195,30 +181,20 @@ def start(script=None, *, module: str | None = None, cluster: dict, types=("work
     if interop["worker"] < MIN_WORKER_INTEROP:
         raise ValueError(f"A ParameterServerStrategy worker needs at least {MIN_WORKER_INTEROP} inter-op threads "
                          f"(got {interop['worker']}): with fewer, schedule() and join() wait forever.")
+    if show not in ("quiet", "lines"):
+        raise ValueError(f"show must be 'quiet' or 'lines', not {show!r}")
     members = [m for m in tfc.tasks(cluster) if m[0] in types]
     if not members:
         raise tfc.TFConfigError(f"The cluster {cluster!r} has no task of the types {', '.join(types)}.")
-    for k, (kind, i) in enumerate(members):
-        tfc.validate({"cluster": cluster, "task": {"type": kind, "index": i}}, check_ports=k == 0)
-    if (script is None) == (module is None):
-        raise ValueError("Give either a script path or module=")
-    if show not in ("quiet", "lines"):
-        raise ValueError(f"show must be 'quiet' or 'lines', not {show!r}")
-    cpus = processes.cores_per_task(cpus, threads, len(members))
-    command = ["-m", module] if module else [str(Path(script).resolve())]
-    launcher = Launcher(command, cluster, members, cpus, visible_gpus() if gpus == "auto" else gpus,
-                        tuple(args), {"TF_FORCE_GPU_ALLOW_GROWTH": "true", **(env or {})}, threads,
-                        Path(log_dir).resolve(), "quiet", stop_grace, interop=interop)
-    launcher.log_dir.mkdir(parents=True, exist_ok=True)
-    launcher.tmp_root = tempfile.mkdtemp(prefix="tasks-tmp-", dir=launcher.log_dir)
+    the_job = job(script, module, cluster, members, args=args, env=env, threads=threads, cpus=cpus, gpus=gpus,
+                  log_dir=log_dir, stop_grace=stop_grace, interop=interop)
+    launcher = Launcher(the_job, show).__enter__()
     try:
-        for member in members:
-            launcher.start(member, 1)
+        launcher.start_all(1)
     except BaseException:
-        launcher.stop(launcher.running(), "stop")
-        shutil.rmtree(launcher.tmp_root, ignore_errors=True)
+        launcher.close()
         raise
-    return Servers(launcher, show)
+    return Servers(launcher)
 
 
 @contextlib.contextmanager

@@ -20,15 +20,13 @@ Image ``i`` of a seed and split is the same whatever ``n`` is (smaller ``n`` giv
 The glyphs come from the installed matplotlib's FreeType, so other matplotlib versions may
 differ in a few pixel values. Each glyph is rendered once into an alpha atlas and images are
 composed in NumPy: about 8,000 images/s on an idle CPU core (``python -m
-course_utils.svhn_standin --n 20000`` measures it).
+tools.svhn_standin_report --n 20000`` measures it, and its learnability).
 """
 
 from __future__ import annotations
 
-import argparse
 import functools
 import os
-import time
 import zipfile
 from pathlib import Path
 
@@ -110,11 +108,24 @@ def _upsample(grid: np.ndarray, size: int = 32) -> np.ndarray:
 
 def _chunk(seed: int, split: str, index: int) -> tuple[np.ndarray, np.ndarray]:
     """Images ``index * _CHUNK ...`` of a seed and split, from their own random stream."""
-    atlas, widths, names = glyph_atlas()
     rng = np.random.default_rng([VERSION, seed, SPLITS.index(split), index])
-    b, blank = _CHUNK, len(widths) - 1
-    u = lambda lo, hi, *shape: rng.uniform(lo, hi, (b, *shape)).astype(np.float32)  # noqa: E731
+    labels, alpha = _ink(rng)  # the order of the random draws is the images' definition: ink, then paint
+    return _paint(rng, alpha), labels.astype(np.int64)
 
+
+def _uniform(rng: np.random.Generator, b: int):
+    """``u(lo, hi, *shape)``: ``b`` float32 draws (per image) from ``[lo, hi)``."""
+    return lambda lo, hi, *shape: rng.uniform(lo, hi, (b, *shape)).astype(np.float32)
+
+
+_YY, _XX = np.mgrid[0:32, 0:32].astype(np.float32) - 15.5  # pixel centres relative to the crop's centre
+
+
+def _ink(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Labels and ink coverage ``[b, 32, 32]``: three glyphs placed, rotated, sheared, scaled and blurred."""
+    atlas, widths, names = glyph_atlas()
+    b, blank, u = _CHUNK, len(widths) - 1, _uniform(rng, _CHUNK)
+    yy, xx = _YY, _XX
     labels = rng.integers(0, NUM_CLASSES, b)
     font = rng.integers(0, len(names), b)
     glyph = 10 * font[:, None] + np.stack([rng.integers(0, 10, b), labels, rng.integers(0, 10, b)], 1)
@@ -127,7 +138,6 @@ def _chunk(seed: int, split: str, index: int) -> tuple[np.ndarray, np.ndarray]:
     sx, sy = scale * np.exp(u(-0.15, 0.15)), scale
     angle, shear = np.radians(np.clip(rng.normal(0, 7, b), -20, 20)), u(-0.2, 0.2)
     cos, sin = np.cos(angle).astype(np.float32), np.sin(angle).astype(np.float32)
-    yy, xx = np.mgrid[0:32, 0:32].astype(np.float32) - 15.5
     dx = xx - u(-3, 3)[:, None, None]
     dy = yy - u(-2.5, 2.5)[:, None, None]
     ry = (-sin[:, None, None] * dx + cos[:, None, None] * dy) / sy[:, None, None]
@@ -148,7 +158,12 @@ def _chunk(seed: int, split: str, index: int) -> tuple[np.ndarray, np.ndarray]:
     twice = _blur(once[..., None])[..., 0]
     alpha = np.where(blur < 1, alpha + blur * (once - alpha), once + (blur - 1) * (twice - once))
     alpha *= u(0.8, 1.0)[:, None, None]
+    return labels, alpha
 
+
+def _paint(rng: np.random.Generator, alpha: np.ndarray) -> np.ndarray:
+    """``uint8 [b, 32, 32, 3]`` images: tinted ink on a plate (maybe edged), shaded, stained and grainy."""
+    b, u, yy, xx = _CHUNK, _uniform(rng, _CHUNK), _YY, _XX
     # Colours: a light and a dark level 0.2-0.75 apart, either way round, each tinted.
     light = u(0.45, 1.0) * 255
     dark = np.clip(light - u(0.16, 0.72) * 255, 0.0, None)
@@ -176,7 +191,7 @@ def _chunk(seed: int, split: str, index: int) -> tuple[np.ndarray, np.ndarray]:
     grain *= u(1.5, 14.0)[:, None, None, None]
     grain += 0.5  # so that the uint8 cast below rounds to the nearest value
     img += grain
-    return np.clip(img, 0, 255, out=img).astype(np.uint8), labels.astype(np.int64)
+    return np.clip(img, 0, 255, out=img).astype(np.uint8)
 
 
 def _sample(atlas: np.ndarray, glyph: np.ndarray, y: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -251,65 +266,3 @@ def load(split: str = "train", *, n: int | None = None, seed: int = 0,
     finally:
         tmp.unlink(missing_ok=True)
     return images, labels
-
-
-def _linear_probe(train: tuple, test: tuple, ridge: float = 100.0) -> dict[str, float]:
-    """Test accuracies of two NumPy classifiers on grayscale pixels: nearest class mean and
-    ridge regression onto one-hot labels. A learnability check, no deep learning."""
-    def gray(images):
-        return images.astype(np.float32).mean(-1).reshape(len(images), -1) / 255.0
-    (xtr, ytr), (xte, yte) = (gray(train[0]), train[1]), (gray(test[0]), test[1])
-    means = np.stack([xtr[ytr == c].mean(0) for c in range(NUM_CLASSES)])
-    ncm = (((xte[:, None, :] - means) ** 2).sum(-1).argmin(1) == yte).mean()
-    mu = xtr.mean(0)
-    a, b = np.c_[xtr - mu, np.ones(len(xtr))], np.c_[xte - mu, np.ones(len(xte))]
-    w = np.linalg.solve(a.T @ a + ridge * np.eye(a.shape[1]), a.T @ np.eye(NUM_CLASSES)[ytr])
-    return {"nearest_class_mean": float(ncm), "ridge": float(((b @ w).argmax(1) == yte).mean())}
-
-
-def _save_preview(path: str | os.PathLike, images: np.ndarray, labels: np.ndarray) -> None:
-    """A grid of up to 64 images titled with their labels, as a PNG."""
-    import matplotlib  # noqa: PLC0415
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415
-
-    fig, axes = plt.subplots(8, 8, figsize=(8, 9))
-    for ax, image, label in zip(axes.flat, images, labels):
-        ax.imshow(image, interpolation="nearest")
-        ax.set_title(str(label), fontsize=9)
-    for ax in axes.flat:
-        ax.axis("off")
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        prog="python -m course_utils.svhn_standin",
-        description="Time the SVHN stand-in (synthetic house-number crops, NOT real SVHN) in "
-                    "images/s, and check it is learnable with two NumPy linear classifiers.")
-    parser.add_argument("--n", type=int, default=20_000, help="images to time (default 20000)")
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    parser.add_argument("--preview", metavar="PNG", help="also save a grid of 64 images here")
-    args = parser.parse_args(argv)
-    try:
-        _check(args.n, "train", args.seed)
-    except ValueError as err:
-        parser.error(str(err))
-    glyph_atlas()  # render the fonts once, outside the timing
-    start, cpu = time.perf_counter(), time.process_time()
-    images, labels = generate(args.n, seed=args.seed)
-    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
-    print(f"{args.n} images in {seconds:.2f} s: {args.n / seconds:,.0f} images/s "
-          f"({args.n / cpu:,.0f} per CPU second; {len(glyph_atlas()[2])} fonts)")
-    train = (images[:5000], labels[:5000]) if args.n >= 5000 else generate(5000, seed=args.seed)
-    accuracy = _linear_probe(train, generate(2000, split="test", seed=args.seed))
-    print("gray-pixel classifiers, trained on 5000, tested on 2000 test images (chance 10%): "
-          + ", ".join(f"{k.replace('_', ' ')} {v:.1%}" for k, v in accuracy.items()))
-    if args.preview:
-        _save_preview(args.preview, images, labels)
-        print(f"preview: {args.preview}")
-
-
-if __name__ == "__main__":
-    main()

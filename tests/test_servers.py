@@ -16,7 +16,7 @@ import psutil
 import pytest
 
 from course_utils import processes, servers
-from course_utils.run_results import ClusterError, ClusterTimeout
+from course_utils.cluster import ClusterError, ClusterTimeout
 from course_utils.tf_config import local_cluster
 from process_checks import alive, wait_until
 

@@ -139,7 +139,7 @@ def test_a_failing_job_raises_with_its_exit_code_and_output(cluster, tmp_path):
 def test_a_job_asking_for_more_tasks_than_the_node_has_fails_at_once(cluster, tmp_path, monkeypatch):
     """Slurm would keep it pending forever (reason PartitionConfig)."""
     tasks, seen, real = 4 * cluster.cpus, [], slurm.job_fields
-    monkeypatch.setattr(slurm, "job_fields", lambda *args: seen.append(real(*args)) or seen[-1])
+    monkeypatch.setattr(slurm._jobs, "job_fields", lambda *args: seen.append(real(*args)) or seen[-1])
     with pytest.raises(slurm.JobNeverStarts) as never:
         slurm.submit(script(tmp_path, "srun hostname"), cluster, options=["--ntasks", tasks], cwd=tmp_path,
                      timeout=600)

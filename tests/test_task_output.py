@@ -1,9 +1,9 @@
-"""course_utils.task_output: TensorFlow's log noise, progress lines, the status board."""
+"""course_utils.cluster._output: TensorFlow's log noise, progress lines, the status board."""
 
 import pytest
 
-from course_utils import task_output
-from course_utils.task_output import NOISE, Progress, StatusBoard
+from course_utils.cluster import _output as task_output
+from course_utils.cluster._output import NOISE, Progress, StatusBoard
 
 
 @pytest.mark.parametrize("line", [

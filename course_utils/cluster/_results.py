@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from course_utils.task_output import NOISE, Progress
+from course_utils.cluster._output import NOISE, Progress
 
 
 class ClusterError(RuntimeError):
