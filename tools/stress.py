@@ -24,7 +24,7 @@ from course_utils import processes
 from tools.notebook_params import ROOT
 
 MULTI_PROCESS_TESTS = [
-    "tests/test_cluster.py", "tests/test_servers.py", "tests/test_worker_exit.py",
+    "tests/test_cluster.py", "tests/test_servers.py", "tests/test_worker_exit.py", "tests/test_interrupt_windows.py",
     "tests/test_multi_worker_scripts.py", "tests/test_parameter_servers.py", "tests/test_netlab.py",
     "tests/test_slurm.py", "tests/test_monitor.py",
 ]
