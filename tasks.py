@@ -11,9 +11,9 @@
     python3 tasks.py setup    # only set up: .venv, dependencies, offline data
     python3 tasks.py links    # point every Colab badge and install cell at pyproject's
                               # [project.urls] Repository (--check: only list disagreements)
-    python3 tasks.py lock     # write constraints.txt from .venv's exact versions
-                              # (--upgrade: first install the newest versions pyproject allows;
-                              # --oldest: write constraints-oldest.txt, the floors of its ranges)
+    python3 tasks.py lock     # resolve constraints.txt with uv for every platform and Python claimed,
+                              # keeping the versions it pins where they still resolve (--upgrade: the
+                              # newest; --oldest: constraints-oldest.txt, every runtime floor)
 
 Set-up creates ``.venv`` beside this file, installs ``course_utils`` (editable)
 with its ``dev`` extra, pinned to the exact versions in ``constraints.txt``, and --
@@ -34,6 +34,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import venv
 from pathlib import Path
 
@@ -132,11 +133,17 @@ def _install_course() -> None:
         say("no constraints.txt: installing the newest versions pyproject.toml allows")
         run(install)
         return
-    if subprocess.run([str(c) for c in [*install, "-c", CONSTRAINTS]]).returncode != 0:
-        # constraints.txt was frozen on one Python and platform (see its header); elsewhere some
-        # pinned version may not exist. The course still runs on the versions pyproject.toml allows.
-        say("the versions pinned in constraints.txt do not install here; "
-            "installing the newest versions pyproject.toml allows instead")
+    pinned = subprocess.run([str(c) for c in [*install, "-c", CONSTRAINTS]], capture_output=True, text=True)
+    if pinned.returncode != 0:
+        # constraints.txt is resolved for every platform and Python pyproject.toml claims (see its header),
+        # but a pinned version may still lack a wheel for this machine. The course runs on other versions too:
+        # install them, and say so loudly, for results may then differ from the committed outputs.
+        said = ((pinned.stdout or "") + (pinned.stderr or "")).strip().splitlines()
+        tail = "\n".join(f"!!!   {line}" for line in said[-8:])
+        print(f"!!! WARNING: the versions pinned in {CONSTRAINTS.name} do not install on this machine "
+              f"({sys.platform}, Python {sys.version.split()[0]}). pip said:\n{tail}\n"
+              "!!! Installing the newest versions pyproject.toml allows instead: outputs may differ from the "
+              "committed ones. Please report this (with pip's message above).", file=sys.stderr, flush=True)
         run(install)
 
 
@@ -298,88 +305,77 @@ def links(args: list[str]) -> int:
 
 
 LOCK_HEADER = """\
-# constraints.txt -- the exact versions, frozen from .venv, that produced the committed
-# notebook outputs. Frozen on {python}.
+# constraints.txt -- the exact versions that produced the committed notebook outputs, resolved by
+# `uv pip compile` from pyproject.toml (the dev extra included) for every platform and every Python
+# pyproject.toml claims ({python}): a line with a marker holds where its marker does.
 # `python3 tasks.py setup` (so also course, test, lab) installs `-e .[dev] -c constraints.txt`.
-# Regenerate: `python3 tasks.py lock` freezes .venv as it is; `python3 tasks.py lock --upgrade`
-# first installs the newest versions pyproject.toml allows. Then re-run `python3 tasks.py course`.
-# pyproject.toml keeps version ranges, for Colab and pip users; this file only pins versions,
-# it never adds a package.
+# Regenerate: `python3 tasks.py lock` (keeps every version that still resolves; after a range changed in
+# pyproject.toml), `python3 tasks.py lock --upgrade` (the newest versions the ranges allow). Then re-run
+# `python3 tasks.py course`. This file only pins versions; it never adds a package.
 """
 
-
-def lock_lines(freeze: str) -> list[str]:
-    """``pip freeze`` output less course-utils itself, comments and direct-URL lines."""
-    lines = []
-    for line in freeze.splitlines():
-        line = line.strip()
-        if not line or line.startswith(("#", "-e ")) or re.match(r"course[-_.]utils\b", line, re.I):
-            continue
-        if " @ " in line:
-            say(f"not pinned (installed from a URL, which a constraint cannot name): {line}")
-            continue
-        lines.append(line)
-    return lines
-
-
 OLDEST_HEADER = """\
-# constraints-oldest.txt -- the oldest versions the course supports, frozen from .venv-oldest.
-# Frozen on {python}. Every runtime dependency in pyproject.toml is at the floor of
-# its range (a test checks it); the dev tools and what the packages pull in are at the newest
-# versions that install with them.
+# constraints-oldest.txt -- the oldest versions the course supports, resolved by `uv pip compile
+# --resolution lowest-direct` from pyproject.toml ({python}): every runtime dependency at the floor of its
+# range (a test checks it), the dev tools at their versions in constraints.txt, and what the packages
+# pull in at the newest versions that resolve with them.
 # `python3 tasks.py test` (after the suite) and `python3 tasks.py test --oldest` install
 # `-e .[dev] -c constraints-oldest.txt` into .venv-oldest and run the unit tests and one notebook there.
 # Regenerate after changing a floor in pyproject.toml: `python3 tasks.py lock --oldest`.
 """
 
 
-def floor_pins(dependencies: list[str]) -> list[str]:
-    """``name==floor`` for each requirement with a ``>=`` lower bound: the oldest versions it allows."""
-    pins = []
-    for spec in dependencies:
-        match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)[^;]*?>=\s*([0-9][0-9A-Za-z.]*)", spec)
-        if match:
-            pins.append(f"{match.group(1)}=={match.group(2)}")
-    return pins
-
-
-def _runtime_dependencies() -> list[str]:
+def _pyproject() -> dict:
     try:
-        import tomllib  # noqa: PLC0415 (only `lock --oldest` reads pyproject.toml)
+        import tomllib  # noqa: PLC0415 (only `lock` reads pyproject.toml)
     except ModuleNotFoundError:  # Python 3.10
         try:
             import tomli as tomllib  # noqa: PLC0415
         except ModuleNotFoundError:
-            sys.exit("`python3 tasks.py lock --oldest` reads pyproject.toml: run it with Python 3.11+")
+            sys.exit("`python3 tasks.py lock` reads pyproject.toml: run it with Python 3.11+")
     with open(ROOT / "pyproject.toml", "rb") as f:
-        return tomllib.load(f)["project"]["dependencies"]
+        return tomllib.load(f)
 
 
-def _freeze(py: Path) -> tuple[list[str], str]:
-    """The venv's pinned versions (see :func:`lock_lines`) and which Python and platform it runs."""
-    freeze = subprocess.run([py, "-m", "pip", "freeze", "--exclude-editable"], check=True,
-                            capture_output=True, text=True).stdout
-    python = subprocess.run(
-        [py, "-c", "import platform; print(f'Python {platform.python_version()}, "
-                   "{platform.system()} {platform.machine()}')"],
-        check=True, capture_output=True, text=True).stdout.strip()
-    return lock_lines(freeze), python
+def lowest_python(requires: str) -> str:
+    """The lowest Python a ``requires-python`` range allows (``">=3.10,<3.14"`` -> ``"3.10"``)."""
+    found = re.search(r">=\s*(\d+\.\d+)", requires)
+    if not found:
+        sys.exit(f"pyproject.toml's requires-python {requires!r} has no lower bound (>=3.X): add one")
+    return found.group(1)
 
 
-def lock_oldest() -> int:
-    """Build .venv-oldest afresh with each runtime dependency at its floor; freeze it."""
-    floors = floor_pins(_runtime_dependencies())
-    shutil.rmtree(VENV_OLDEST, ignore_errors=True)
-    make_venv(VENV_OLDEST)
-    say(f"installing the floors of pyproject's ranges into {VENV_OLDEST.name}: {', '.join(floors)}")
-    floors_file = VENV_OLDEST / "floors.txt"
-    floors_file.write_text("\n".join(floors) + "\n")
-    run([PY_OLDEST, "-m", "pip", "install", "-q", "--upgrade", "pip"])
-    run([PY_OLDEST, "-m", "pip", "install", "-q", "-e", f"{ROOT}[dev]", "-c", floors_file])
-    lines, python = _freeze(PY_OLDEST)
-    CONSTRAINTS_OLDEST.write_text(OLDEST_HEADER.format(python=python) + "\n".join(lines) + "\n")
-    say(f"wrote {CONSTRAINTS_OLDEST.name}: {len(lines)} pinned versions ({python}); "
-        "`python3 tasks.py test --oldest` installs them")
+def compile_command(out: Path, python: str, *extra) -> list:
+    """``uv pip compile`` of pyproject.toml with the dev extra, for every platform and Python >= ``python``."""
+    return [PY, "-m", "uv", "pip", "compile", ROOT / "pyproject.toml", "--extra", "dev", "--universal",
+            "--python-version", python, "--no-header", "--no-annotate", "--quiet", "-o", out, *extra]
+
+
+def dev_tool_pins(constraints: str, dev: list[str]) -> str:
+    """The lines of ``constraints`` that pin a package named in the ``dev`` extra (markers kept)."""
+    names = {re.split(r"[\s<>=!~;\[]", spec, maxsplit=1)[0].lower().replace("_", "-") for spec in dev}
+    return "".join(line + "\n" for line in constraints.splitlines()
+                   if line and not line.startswith("#")
+                   and re.split(r"[\s=;]", line, maxsplit=1)[0].lower().replace("_", "-") in names)
+
+
+def _resolve(target: Path, header: str, *extra, preferences: Path | None = None) -> int:
+    """Resolve into ``target`` (via a temporary file, so a failure leaves it as it was); 0 on success."""
+    project = _pyproject()["project"]
+    python = lowest_python(project["requires-python"])
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / target.name
+        if preferences is not None and preferences.exists():
+            shutil.copy(preferences, out)  # uv keeps the versions already in the output file where it can
+        done = subprocess.run([str(c) for c in compile_command(out, python, *extra)], cwd=ROOT)
+        if done.returncode != 0:
+            say(f"uv could not resolve {target.name}; it is unchanged (uv's message is above)")
+            return done.returncode
+        body = out.read_text()
+    claimed = f"Python {project['requires-python']}, Linux, macOS and Windows"
+    target.write_text(header.format(python=claimed) + body)
+    pins = sum(1 for line in body.splitlines() if line and not line.startswith("#"))
+    say(f"wrote {target.name}: {pins} pins ({claimed})")
     return 0
 
 
@@ -387,18 +383,18 @@ def lock(args: list[str]) -> int:
     if args not in ([], ["--upgrade"], ["--oldest"]):
         print("usage: python3 tasks.py lock [--upgrade | --oldest]", file=sys.stderr)
         return 2
+    setup()  # uv comes with the dev extra
     if args == ["--oldest"]:
-        return lock_oldest()
-    if args:
-        make_venv()
-        say("installing the newest versions pyproject.toml allows")
-        run([PY, "-m", "pip", "install", "-q", "--upgrade", "--upgrade-strategy", "eager", "-e", f"{ROOT}[dev]"])
-    elif not PY.exists():
-        setup()
-    lines, python = _freeze(PY)
-    CONSTRAINTS.write_text(LOCK_HEADER.format(python=python) + "\n".join(lines) + "\n")
-    say(f"wrote {CONSTRAINTS.name}: {len(lines)} pinned versions ({python})")
-    return 0
+        dev = _pyproject()["project"]["optional-dependencies"]["dev"]
+        with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as pins:
+            pins.write(dev_tool_pins(CONSTRAINTS.read_text(), dev))
+        try:
+            return _resolve(CONSTRAINTS_OLDEST, OLDEST_HEADER, "--resolution", "lowest-direct", "-c", pins.name)
+        finally:
+            os.unlink(pins.name)
+    if args == ["--upgrade"]:
+        return _resolve(CONSTRAINTS, LOCK_HEADER, "--upgrade")
+    return _resolve(CONSTRAINTS, LOCK_HEADER, preferences=CONSTRAINTS)
 
 
 def main(argv: list[str]) -> int:

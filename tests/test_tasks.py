@@ -15,6 +15,8 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
+from pathlib import Path
+
 import nbformat
 import pytest
 from packaging.requirements import Requirement
@@ -46,12 +48,16 @@ VENV_CONSTRAINTS = os.environ.get("COURSE_CONSTRAINTS", "constraints.txt")
 
 
 def _constraints(name: str = "constraints.txt") -> dict[str, str]:
+    """The pins that hold here (lines whose marker, if any, is true for this Python and platform)."""
     pins = {}
     for line in (ROOT / name).read_text().splitlines():
         if line and not line.startswith("#"):
-            name, _, pinned = line.partition("==")
-            assert pinned and re.fullmatch(r"[\w.+!-]+", pinned), f"not an exact pin: {line}"
-            pins[canonicalize_name(name)] = pinned
+            req = Requirement(line)
+            (spec,) = req.specifier
+            assert spec.operator == "==" and re.fullmatch(r"[\w.+!-]+", spec.version), f"not an exact pin: {line}"
+            if req.marker is None or req.marker.evaluate():
+                assert canonicalize_name(req.name) not in pins, f"two pins hold here for {req.name}"
+                pins[canonicalize_name(req.name)] = spec.version
     return pins
 
 
@@ -91,16 +97,22 @@ def test_setup_installs_the_dev_extra_pinned_by_constraints(monkeypatch):
                       "-c", str(ROOT / "constraints.txt")]]
 
 
-def test_setup_falls_back_to_ranges_where_the_pins_do_not_install(monkeypatch):
+def test_setup_falls_back_to_ranges_where_the_pins_do_not_install_and_says_so_loudly(monkeypatch, capsys):
     calls = []
 
     def fake_run(cmd, *args, **kwargs):
         calls.append([str(c) for c in cmd])
-        return subprocess.CompletedProcess(cmd, 1 if "-c" in calls[-1] else 0)
+        pinned = "-c" in calls[-1]
+        return subprocess.CompletedProcess(cmd, 1 if pinned else 0, stdout="",
+                                           stderr="ERROR: No matching distribution found for tensorflow==2.21.0"
+                                           if pinned else "")
 
     monkeypatch.setattr(tasks.subprocess, "run", fake_run)
     tasks._install_course()
     assert [("-c" in c) for c in calls] == [True, False] and calls[1][-1] == f"{ROOT}[dev]"
+    err = capsys.readouterr().err
+    assert "!!! WARNING: the versions pinned in constraints.txt do not install on this machine" in err
+    assert "No matching distribution found for tensorflow==2.21.0" in err and "outputs may differ" in err
 
 
 def test_setup_installs_slurm_munge_and_iproute2_with_apt_only_where_missing(monkeypatch, capsys):
@@ -252,17 +264,53 @@ def test_ruff_is_configured_to_flag_what_the_course_cares_about(tmp_path):
         assert code in done.stdout, done.stdout
 
 
-def test_floor_pins_are_the_lower_bounds():
-    deps = ["tensorflow>=2.16.1,<2.22", "keras>=3.10,<4", "numpy >= 1.26", "tomli>=2; python_version < '3.11'",
-            "course-utils[dev]>=0.1", "nolower<2", "exact==1.0"]
-    assert tasks.floor_pins(deps) == ["tensorflow==2.16.1", "keras==3.10", "numpy==1.26", "tomli==2",
-                                      "course-utils==0.1"]
+def test_lowest_python_is_the_floor_of_requires_python():
+    assert tasks.lowest_python(">=3.10,<3.14") == "3.10" and tasks.lowest_python("<3.14, >= 3.11") == "3.11"
+    with pytest.raises(SystemExit, match="no lower bound"):
+        tasks.lowest_python("<3.14")
 
 
-def test_lock_lines_drop_course_utils_and_urls():
-    freeze = "absl-py==2.5.1\ncourse-utils==0.1.0\ncourse_utils==0.1.0\n-e git+x#egg=y\n" \
-             "foo @ file:///tmp/foo.whl\n\nzipp==4.1.2\n"
-    assert tasks.lock_lines(freeze) == ["absl-py==2.5.1", "zipp==4.1.2"]
+def test_dev_tool_pins_keep_the_dev_extras_lines_with_their_markers():
+    constraints = ("# header\nabsl-py==2.5.1\nnbgrader==0.9.6 ; python_full_version >= '3.11'\n"
+                   "tomli==2.4.0 ; python_full_version < '3.11'\nPyYAML==6.0.3\nnumpy==2.4.6\n")
+    dev = ["nbgrader>=0.9.6,<0.10; python_version >= '3.11'", "tomli>=2; python_version < '3.11'", "pyyaml>=6"]
+    assert tasks.dev_tool_pins(constraints, dev) == ("nbgrader==0.9.6 ; python_full_version >= '3.11'\n"
+                                                      "tomli==2.4.0 ; python_full_version < '3.11'\nPyYAML==6.0.3\n")
+
+
+@pytest.mark.parametrize("args,expected", [([], []), (["--upgrade"], ["--upgrade"]),
+                                           (["--oldest"], ["--resolution", "lowest-direct", "-c"])])
+def test_lock_resolves_with_uv_for_every_platform_and_writes_only_on_success(monkeypatch, tmp_path, args, expected):
+    target = tmp_path / ("constraints-oldest.txt" if args == ["--oldest"] else "constraints.txt")
+    target.write_text("# old\nkeras==3.10.0\n")
+    monkeypatch.setattr(tasks, "CONSTRAINTS", tmp_path / "constraints.txt")
+    monkeypatch.setattr(tasks, "CONSTRAINTS_OLDEST", tmp_path / "constraints-oldest.txt")
+    if args == ["--oldest"]:  # the dev tools' pins come from constraints.txt
+        (tmp_path / "constraints.txt").write_text("# old\nkeras==3.15.1\nruff==0.17.6\n")
+    monkeypatch.setattr(tasks, "setup", lambda: None)
+    seen, outcome = [], [0]
+
+    def fake_run(cmd, *a, **kw):
+        cmd = [str(c) for c in cmd]
+        out = Path(cmd[cmd.index("-o") + 1])
+        seen.append((cmd, out.read_text() if out.exists() else None))
+        if outcome[0] == 0:
+            out.write_text("keras==3.15.1 ; python_full_version >= '3.11'\n"
+                           "keras==3.12.4 ; python_full_version < '3.11'\n")
+        return subprocess.CompletedProcess(cmd, outcome[0])
+
+    monkeypatch.setattr(tasks.subprocess, "run", fake_run)
+    assert tasks.lock(args) == 0
+    cmd, before = seen[-1]
+    assert cmd[:5] == [str(tasks.PY), "-m", "uv", "pip", "compile"] and "--universal" in cmd
+    assert cmd[cmd.index("--python-version") + 1] == "3.10" and cmd[cmd.index("--extra") + 1] == "dev"
+    assert all(flag in cmd for flag in expected)
+    assert before == ("# old\nkeras==3.10.0\n" if args == [] else None)  # lock keeps the pinned versions
+    text = target.read_text()
+    assert text.startswith("# constraints") and "keras==3.12.4 ; python_full_version < '3.11'" in text
+    outcome[0] = 1
+    target.write_text("unchanged\n")
+    assert tasks.lock(args) == 1 and target.read_text() == "unchanged\n"
 
 
 # --- dependencies ---------------------------------------------------------------------------------
