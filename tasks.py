@@ -5,7 +5,8 @@
     python3 tasks.py test     # set up, then run the whole test suite, then the oldest-versions
                               # check (--newest: only the suite; --oldest: only the check)
     python3 tasks.py lab      # set up, then open JupyterLab for students
-    python3 tasks.py lint     # set up, then ruff check (pyproject's [tool.ruff]; --fix repairs what it can)
+    python3 tasks.py lint     # set up, then ruff check (pyproject's [tool.ruff]) and the notebook rules
+                              # (tools/nblint.py); --fix repairs what they can
     python3 tasks.py stress   # set up, then run the tests that race the machine N times under load
                               # (--rounds N, default 3; --load K busy loops, default 2; long)
     python3 tasks.py setup    # only set up: .venv, dependencies, offline data
@@ -249,9 +250,16 @@ def test(args: list[str]) -> int:
 
 
 def ruff(args: list[str]) -> int:
-    """``ruff check`` over the repository, configured in pyproject.toml (``[tool.ruff]``)."""
-    say("lint: ruff check" + (" " + " ".join(args) if args else ""))
-    return subprocess.run([PY, "-m", "ruff", "check", *args, ROOT], cwd=ROOT).returncode
+    """``ruff check`` over the repository (pyproject's ``[tool.ruff]``), then the notebooks' rules
+    (``tools/nblint.py``); ``--fix`` repairs what each can. Non-zero when either finds something left."""
+    if args not in ([], ["--fix"]):
+        print("usage: python3 tasks.py lint [--fix]", file=sys.stderr)
+        return 2
+    say("lint: ruff check" + (" --fix" if args else ""))
+    code = subprocess.run([PY, "-m", "ruff", "check", *args, ROOT], cwd=ROOT).returncode
+    say("lint: notebook rules (tools/nblint.py)" + (" --fix" if args else ""))
+    notebooks = subprocess.run([PY, "-m", "tools.nblint", *args], cwd=ROOT).returncode
+    return code or notebooks
 
 
 def lint(args: list[str]) -> int:

@@ -35,12 +35,26 @@ def test_strip_run_metadata_keeps_outputs_and_one_wall_time():
     nbformat.validate(nb)
     assert nb.metadata == {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
                            "course": {"wall_time_s": 156}}
-    assert [c.metadata for c in nb.cells] == [{"tags": []}, {"tags": ["parameters"]}, {"tags": []}]
+    assert [c.metadata for c in nb.cells] == [{}, {"tags": ["parameters"]}, {}]  # empty tags go too
     assert [c.get("outputs") for c in nb.cells] == outputs
     assert [c.get("execution_count") for c in nb.cells] == [None, 1, 2]
     assert "papermill" not in nbformat.writes(nb) and "iopub" not in nbformat.writes(nb)
     assert not nm.strip_run_metadata(nb, 156.4), "same wall time: nothing to change"
     assert nm.strip_run_metadata(nb, None) and "course" not in nb.metadata
+
+
+def test_metadata_outside_the_allowlist_is_dropped_and_named():
+    nb = _papermill_notebook()
+    nb.metadata["language_info"] = {"name": "python", "version": "3.11.7"}
+    nb.metadata["kernelspec"]["env"] = {"X": "1"}
+    nb.metadata["widgets"] = {}
+    nb.cells[1].metadata.update(collapsed=True, nbgrader={"grade": False}, ExecuteTime={"end_time": "x"})
+    dropped = nm.keep_allowed_metadata(nb)
+    assert "notebook metadata 'language_info'" in dropped and "notebook metadata kernelspec.env" in dropped
+    assert "cell 0 metadata 'tags' (empty)" in dropped and "cell 1 metadata 'ExecuteTime'" in dropped
+    assert set(nb.metadata) == {"kernelspec"} and set(nb.metadata["kernelspec"]) == {"name", "display_name", "language"}
+    assert nb.cells[1].metadata == {"tags": ["parameters"], "nbgrader": {"grade": False}}
+    assert nm.keep_allowed_metadata(nb) == []
 
 
 def test_strip_file_writes_like_papermill(tmp_path):

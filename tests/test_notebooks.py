@@ -23,31 +23,8 @@ def test_course_has_notebooks():
     assert [p.name[:2] for p in NOTEBOOKS if p.parent.name == "notebooks"][:2] == ["01", "02"]
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
-def test_structure(path):
-    nb = nbformat.read(path, as_version=4)
-    nbformat.validate(nb)
-    first = nb.cells[0]
-    assert first.cell_type == "markdown" and first.source.startswith("# ")
-    badge = "colab.research.google.com/github/"
-    assert badge in first.source and f"/blob/main/{path.relative_to(ROOT)})" in first.source
-
-    code = [c for c in nb.cells if c.cell_type == "code"]
-    tagged = [i for i, c in enumerate(code) if "parameters" in c.metadata.get("tags", [])]
-    assert tagged == [0], "exactly one parameters cell, and it is the first code cell"
-    assert pm.inspect_notebook(str(path)), "the parameters cell declares parameters"
-
-    # Devices are configured before any other cell uses TensorFlow.
-    def code_without_comments(cell):
-        return "\n".join(line.split("#")[0] for line in cell.source.splitlines())
-
-    uses_tf = [i for i, c in enumerate(code)
-               if re.search(r"\btf\.|import tensorflow|import keras", code_without_comments(c))]
-    configures = [i for i, c in enumerate(code) if "simulate_devices(" in c.source]
-    assert configures and configures[0] < uses_tf[0]
-
-    headings = [c.source.splitlines()[0] for c in nb.cells if c.cell_type == "markdown"]
-    assert "## Summary" in headings and "## Exercises" in "\n".join(nb.cells[-1].source.splitlines())
+# Title, badge, parameters, install cell, devices first, Summary, Exercises: tools/nblint.py's rules
+# (tests/test_nblint.py, one test per rule per notebook).
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)

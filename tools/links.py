@@ -94,18 +94,15 @@ def _fix_badges(text: str, link_for, where: str, changes: list[str]) -> str:
     return _BADGE.sub(replace, text)
 
 
-def sync_notebook(path: Path, rel: str, url: str, check: bool = False) -> list[str]:
-    """Make one notebook's badge(s) and install cell agree with ``url``; return the changes (made or needed)."""
-    nb = nbformat.read(path, as_version=4)
+def fix_colab(nb, rel: str, url: str) -> list[str]:
+    """Make the notebook's badge(s) and install cell agree with ``url``, in memory; return the changes
+    made, and what must be fixed by hand (no badge, not exactly one install cell)."""
     changes: list[str] = []
-    modified = False
     badges = 0
     for cell in nb.cells:
         if cell.cell_type == "markdown":
             badges += len(_BADGE.findall(cell.source))
-            fixed = _fix_badges(cell.source, lambda _: colab_link(url, rel), rel, changes)
-            modified |= fixed != cell.source
-            cell.source = fixed
+            cell.source = _fix_badges(cell.source, lambda _: colab_link(url, rel), rel, changes)
     if not badges:
         changes.append(f"{rel}: no Colab badge (fix by hand: add one to the first markdown cell)")
     installs = [cell for cell in nb.cells if _is_install_cell(cell)]
@@ -116,8 +113,15 @@ def sync_notebook(path: Path, rel: str, url: str, check: bool = False) -> list[s
         if cell.source != install_cell(url):
             changes.append(f"{rel}: install cell {cell.get('id', '')} -> the canonical text for {url}")
             cell.source = install_cell(url)
-            modified = True
-    if modified and not check:
+    return changes
+
+
+def sync_notebook(path: Path, rel: str, url: str, check: bool = False) -> list[str]:
+    """Make one notebook's badge(s) and install cell agree with ``url``; return the changes (made or needed)."""
+    nb = nbformat.read(path, as_version=4)
+    before = nbformat.writes(nb)
+    changes = fix_colab(nb, rel, url)
+    if nbformat.writes(nb) != before and not check:
         write_notebook(nb, path)
     return changes
 

@@ -1,10 +1,12 @@
-"""Keep executed notebooks reviewable: strip run-dependent metadata, keep one wall time.
+"""Keep executed notebooks reviewable: metadata by allowlist, one wall time kept.
 
-Papermill records start/end times, durations and paths for the notebook and every cell, and
-nbclient adds per-cell ``execution`` timestamps, so each re-run would rewrite hundreds of lines
-of the committed notebooks. :func:`strip_run_metadata` removes them (outputs and execution counts
-stay) and keeps one value, ``metadata["course"]["wall_time_s"]``, which the README's wall-time
-sentence (between ``<!-- wall-times -->`` markers) is generated from.
+Papermill records start/end times, durations and paths for the notebook and every cell (and an empty
+``tags`` list on each), nbclient adds per-cell ``execution`` timestamps, the kernel its ``language_info``,
+JupyterLab whatever an extension saves: each re-run or save would rewrite hundreds of lines of the
+committed notebooks. :func:`keep_allowed_metadata` keeps only :data:`NOTEBOOK_KEYS` and :data:`CELL_KEYS`
+(as tensorflow/docs' ``nbfmt`` does); :func:`strip_run_metadata` applies it after a run (outputs and
+execution counts stay) and keeps one value, ``metadata["course"]["wall_time_s"]``, which the README's
+wall-time sentence (between ``<!-- wall-times -->`` markers) is generated from.
 """
 
 from __future__ import annotations
@@ -17,8 +19,28 @@ import nbformat
 
 COURSE_KEY = "course"
 WALL_TIME_KEY = "wall_time_s"
-RUN_CELL_KEYS = ("papermill", "execution")  # papermill's per-cell timing, nbclient's timestamps
-RUN_NOTEBOOK_KEYS = ("papermill",)  # paths, parameters, start/end times, environment
+# What a committed notebook may carry (None: any sub-keys). Everything else is dropped.
+NOTEBOOK_KEYS = {"kernelspec": {"name", "display_name", "language"}, COURSE_KEY: {WALL_TIME_KEY}, "colab": None}
+CELL_KEYS = {"tags": None, "nbgrader": None, "deletable": None, "editable": None}  # nbgrader: exercises
+
+
+def keep_allowed_metadata(nb: nbformat.NotebookNode) -> list[str]:
+    """Drop every metadata key outside the allowlists, and empty ``tags``, in place; return what was dropped."""
+    dropped = []
+    for key in list(nb.metadata):
+        allowed = NOTEBOOK_KEYS.get(key, False)
+        if allowed is False:
+            dropped.append(f"notebook metadata {key!r}")
+            del nb.metadata[key]
+        elif allowed is not None and isinstance(nb.metadata[key], dict):
+            for sub in [k for k in nb.metadata[key] if k not in allowed]:
+                dropped.append(f"notebook metadata {key}.{sub}")
+                del nb.metadata[key][sub]
+    for i, cell in enumerate(nb.cells):
+        for key in [k for k in cell.metadata if k not in CELL_KEYS or (k == "tags" and not cell.metadata[k])]:
+            dropped.append(f"cell {i} metadata {key!r}" + (" (empty)" if key == "tags" else ""))
+            del cell.metadata[key]
+    return dropped
 README_MARKERS = ("<!-- wall-times -->", "<!-- /wall-times -->")
 DEFAULT_MACHINE = "on the development machine"
 
@@ -30,11 +52,7 @@ def strip_run_metadata(nb: nbformat.NotebookNode, wall_time_s: float | None = No
     with ``None`` (a failed run), drop any recorded wall time, which would be stale.
     """
     before = nbformat.writes(nb)
-    for key in RUN_NOTEBOOK_KEYS:
-        nb.metadata.pop(key, None)
-    for cell in nb.cells:
-        for key in RUN_CELL_KEYS:
-            cell.metadata.pop(key, None)
+    keep_allowed_metadata(nb)
     course = dict(nb.metadata.get(COURSE_KEY, {}))
     if wall_time_s is None:
         course.pop(WALL_TIME_KEY, None)
