@@ -26,6 +26,9 @@ def main(argv: list[str]) -> None:
             os._exit(1)
     if cpus != "-" and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {int(c) for c in cpus.split(",")})
+    for name in ("SIGPIPE", "SIGXFSZ"):  # Python ignores these at start-up, and exec would pass that on
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), signal.SIG_DFL)
     try:
         os.execvp(command[0], command)
     except OSError as error:

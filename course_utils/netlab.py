@@ -59,9 +59,10 @@ def unavailable() -> str | None:
         return f"{' and '.join(missing)} not found: install Debian's iproute2 (apt-get install iproute2)"
     probe = f"{PREFIX}-probe-{os.getpid()}"
     with processes.interrupts_held():  # a Ctrl-C between add and delete would leave the probe behind
-        made = subprocess.run([_tools()["ip"], "netns", "add", probe], capture_output=True, text=True)
+        made = subprocess.run([_tools()["ip"], "netns", "add", probe], capture_output=True, text=True,
+                              start_new_session=True)
         if made.returncode == 0:
-            subprocess.run([_tools()["ip"], "netns", "delete", probe], capture_output=True)
+            subprocess.run([_tools()["ip"], "netns", "delete", probe], capture_output=True, start_new_session=True)
     return None if made.returncode == 0 else f"`ip netns add` failed here: {made.stderr.strip()}"
 
 
@@ -150,7 +151,8 @@ class Network:
     @staticmethod
     def _run(tool, *args, netns=None) -> str:
         command = [tool, *(["-n", netns] if netns else []), *map(str, args)]
-        done = subprocess.run(command, capture_output=True, text=True)
+        # its own session: Jupyter's interrupt goes to the kernel's process group, and `ip` must not die half-way
+        done = subprocess.run(command, capture_output=True, text=True, start_new_session=True)
         if done.returncode != 0:
             raise NetlabError(f"`{' '.join(command)}` failed: {done.stderr.strip()}")
         return done.stdout
@@ -191,7 +193,8 @@ class Network:
         """Delete every namespace this network created, and with them its links (safe to call twice)."""
         with processes.interrupts_held():  # every one is deleted, even if Ctrl-C comes meanwhile
             while self.created:
-                subprocess.run([_tools()["ip"], "netns", "delete", self.created[-1]], capture_output=True)
+                subprocess.run([_tools()["ip"], "netns", "delete", self.created[-1]], capture_output=True,
+                               start_new_session=True)
                 self.created.pop()
         atexit.unregister(self.close)
 

@@ -51,8 +51,13 @@ def start(command, *, env: dict, log_path, lines: queue.Queue, tag=None, cpus=No
     A Ctrl-C meanwhile is held until the process is registered (in :data:`LIVE`), then raised.
     """
     command = [str(c) for c in command]
-    if shutil.which(command[0], path=env.get("PATH")) is None:
+    program = str(Path(cwd) / command[0]) if cwd and os.sep in command[0] else command[0]
+    if shutil.which(program, path=env.get("PATH", os.environ.get("PATH"))) is None:
         raise FileNotFoundError(f"{command[0]!r} is not a program found on PATH: install it or give its full path")
+    allowed = os.sched_getaffinity(0) if cpus and hasattr(os, "sched_getaffinity") else None
+    if allowed is not None and not set(cpus) <= allowed:
+        raise ValueError(f"cores {sorted(set(cpus) - allowed)} are not available to this process "
+                         f"(it may use {sorted(allowed)}): pin the task to those")
     cores = ",".join(str(c) for c in sorted(cpus)) if cpus else "-"
     with interrupts_held():
         proc = subprocess.Popen([sys.executable, "-I", "-S", str(_SETUP), str(os.getpid()), cores, "--", *command],
@@ -77,15 +82,16 @@ def interrupts_held():
         yield
         return
     caught: list = []
+    previous = signal.signal(signal.SIGINT, lambda *_: caught.append(True))  # a Ctrl-C before: raised here
     _held = caught
-    previous = signal.signal(signal.SIGINT, lambda *_: caught.append(True))
     try:
         yield
-    finally:  # a handler installed from C reads as None: Python's default stands for it
-        signal.signal(signal.SIGINT, signal.default_int_handler if previous is None else previous)
+    finally:  # _held first: a Ctrl-C in between is still caught, and the next block holds again
         _held = None
-    if caught:
-        signal.raise_signal(signal.SIGINT)  # to the handler that was there before: KeyboardInterrupt by default
+        # a handler installed from C reads as None: Python's default stands for it
+        signal.signal(signal.SIGINT, signal.default_int_handler if previous is None else previous)
+        if caught:  # delivered even if the block raised: the user asked to stop
+            signal.raise_signal(signal.SIGINT)  # to the handler that was there before: KeyboardInterrupt by default
 
 
 def _signal_group(proc: subprocess.Popen, sig) -> None:

@@ -139,11 +139,9 @@ class Servers:
         with self._stopping:  # the caller and an atexit handler may both stop
             if self._closed.is_set():
                 return
-            try:
-                self.launcher.close()
-            finally:
-                self._closed.set()
-                self._pump.join(timeout=2)
+            self._closed.set()  # the output thread first, so that close() reads the last lines alone, in order
+            self._pump.join(timeout=2)
+            self.launcher.close()
 
     def __enter__(self) -> Servers:
         return self

@@ -5,7 +5,9 @@ Each case runs a driver process that starts real (tiny, TensorFlow-free) task pr
 ``n``-th call of one function the launcher goes through: just after ``subprocess.Popen`` returns (the
 process exists, nothing records it yet), just after ``processes.start`` returns (the launcher has not
 recorded it yet), before a process group is signalled, before a ``wait`` that reaps, before the
-temporary directories are removed, and at points of the run's polling loop. Right after
+temporary directories are removed, and at points of the run's polling loop; the SIGINT goes to the
+driver alone, and (where a child could catch it too) to the driver's whole process group, as Jupyter's
+interrupt button sends it to the kernel's. Right after
 ``KeyboardInterrupt`` reaches the driver's code (a Jupyter kernel lives on; ``atexit`` has not run),
 the driver lists what is still alive: the processes whose command line carries the case's marker
 (tasks and the grandchildren they started) and :data:`course_utils.processes.LIVE`. Both must be
@@ -36,7 +38,7 @@ print("epoch 1 step 1", flush=True)
 '''
 
 DRIVER = r'''
-import json, queue, shutil, signal, subprocess, sys, time
+import json, os, queue, shutil, signal, subprocess, sys, time
 import psutil
 from course_utils import cluster, processes, servers
 
@@ -49,18 +51,24 @@ owner, attr = owners[case["owner"]], case["attr"]
 real, calls, fired = getattr(owner, attr), [0], []
 
 
+def interrupt():
+    fired.append(True)
+    if case["to"] == "group":  # as Jupyter interrupts a kernel: SIGINT to its whole process group
+        os.killpg(os.getpgrp(), signal.SIGINT)
+    else:
+        signal.raise_signal(signal.SIGINT)
+
+
 def trapped(*args, **kwargs):
     calls[0] += 1
     hit = calls[0] == case["n"] and not fired
     if hit and case["when"] == "before":
-        fired.append(True)
-        signal.raise_signal(signal.SIGINT)
+        interrupt()
     try:
         return real(*args, **kwargs)
     finally:  # after it returned or raised (queue.Empty, say)
         if hit and case["when"] == "after":
-            fired.append(True)
-            signal.raise_signal(signal.SIGINT)
+            interrupt()
 
 
 setattr(owner, attr, trapped)
@@ -106,18 +114,22 @@ CASES = [
     *[(SERVE, "Popen", "wait", "before", n) for n in (1, 2, 4, 6, 7)],  # 6, 7: reaping the killed groups
     (SERVE, "shutil", "rmtree", "before", 1),
 ]
+GROUP = [case for case in CASES  # also as Jupyter sends it: to the kernel's whole process group
+         if case[2] in ("Popen", "start", "_signal_group") or case[:3] == (SERVE, "Popen", "wait")]
+CASES = [(*case, "process") for case in CASES] + [(*case, "group") for case in GROUP]
 
 
-@pytest.mark.parametrize("mode,owner,attr,when,n", CASES, ids=[f"{m}-{o}.{a}-{w}-{n}" for m, o, a, w, n in CASES])
-def test_ctrl_c_at_this_point_leaves_nothing_running(tmp_path, mode, owner, attr, when, n):
+@pytest.mark.parametrize("mode,owner,attr,when,n,to", CASES,
+                         ids=[f"{m}-{o}.{a}-{w}-{n}-{t}" for m, o, a, w, n, t in CASES])
+def test_ctrl_c_at_this_point_leaves_nothing_running(tmp_path, mode, owner, attr, when, n, to):
     marker = f"dtc-interrupt-{uuid.uuid4().hex}"
     task = tmp_path / "task.py"
     task.write_text(TASK)
-    case = {"mode": mode, "owner": owner, "attr": attr, "when": when, "n": n, "marker": marker,
+    case = {"mode": mode, "owner": owner, "attr": attr, "when": when, "n": n, "to": to, "marker": marker,
             "task": str(task), "logs": str(tmp_path / "logs")}
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-c", DRIVER, json.dumps(case)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120, start_new_session=True)  # its own group
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     left = [p.pid for p in psutil.process_iter(["cmdline"]) if marker in (p.info["cmdline"] or [])]

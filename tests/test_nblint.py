@@ -4,6 +4,7 @@ shown to catch what it is for, and to repair it where it is fixable."""
 from __future__ import annotations
 
 import copy
+import json
 import shutil
 import subprocess
 import sys
@@ -47,8 +48,24 @@ def _papermill_run(nb):
     nb.cells[4].metadata["tags"] = []
 
 
-def _ids(nb):  # (a repeated id never reaches the rule: nbformat renames it when it reads the file)
+def _ids(nb):
     nb.cells[0].id = "cell-00"
+
+
+def test_repeated_and_missing_ids_are_found_in_the_file_itself(tmp_path, monkeypatch):
+    """nbformat renames a repeated id and adds a missing one as it reads: the rule reads the JSON."""
+    monkeypatch.setattr(nblint, "ROOT", tmp_path)
+    path = broken(tmp_path, lambda nb: None)
+    data = json.loads(path.read_text())
+    data["cells"][2]["id"] = data["cells"][1]["id"]
+    del data["cells"][3]["id"]
+    path.write_text(json.dumps(data, indent=1))
+    problems = nblint.check(path, "cell-ids")
+    assert any("cell 2" in p and "repeated" in p for p in problems), problems
+    assert any("cell 3 id None: missing" in p for p in problems), problems
+    nblint.lint([path], fix=True)
+    ids = [c.get("id") for c in json.loads(path.read_text())["cells"]]
+    assert None not in ids and len(set(ids)) == len(ids) and nblint.check(path, "cell-ids") == []
 
 
 def _badge(nb):

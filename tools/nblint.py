@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import json
 import re
 import sys
 import uuid
@@ -63,18 +64,25 @@ def fix_metadata(path: Path, nb) -> list[str]:
 
 
 def fix_cell_ids(path: Path, nb) -> list[str]:
+    """Read from the file itself: nbformat, when it reads a notebook, quietly renames repeated ids and adds
+    missing ones, so the notebook object alone would hide them."""
+    raw = [cell.get("id") for cell in json.loads(Path(path).read_text(encoding="utf-8"))["cells"]]
     seen, changed = set(), []
-    for i, cell in enumerate(nb.cells):
-        if not _ID.fullmatch(cell.get("id", "")) or cell.id in seen:
-            new = uuid.uuid4().hex[:8]
-            changed.append(f"cell {i} id {cell.get('id')!r}: not 8 lower-case hex digits, or repeated (-> {new!r})")
-            cell.id = new
-        seen.add(cell.id)
+    for i, (cell, old) in enumerate(zip(nb.cells, raw)):
+        why = ("missing" if old is None else "not 8 lower-case hex digits" if not _ID.fullmatch(old)
+               else "repeated" if old in seen else None)
+        seen.add(old)
+        if why:
+            cell.id = uuid.uuid4().hex[:8]
+            while cell.id in raw:
+                cell.id = uuid.uuid4().hex[:8]
+            changed.append(f"cell {i} id {old!r}: {why} (-> {cell.id!r})")
     return changed
 
 
 def fix_colab(path: Path, nb) -> list[str]:
-    return links.fix_colab(nb, _rel(path), links.repository_url())
+    rel = _rel(path)
+    return [p.removeprefix(f"{rel}: ") for p in links.fix_colab(nb, rel, links.repository_url())]
 
 
 def check_skeleton(path: Path, nb) -> list[str]:
@@ -126,7 +134,7 @@ def lint(paths, fix: bool = False) -> list[str]:
     problems = []
     for path in paths:
         nb = nbformat.read(path, as_version=4)
-        before = nbformat.writes(nb)
+        before = Path(path).read_text(encoding="utf-8").rstrip("\n")  # the file, not what nbformat made of it
         for rule, (function, fixable) in RULES.items():
             found = function(path, nb if fix and fixable else copy.deepcopy(nb))
             if fix and fixable:

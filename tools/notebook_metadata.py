@@ -20,7 +20,8 @@ import nbformat
 COURSE_KEY = "course"
 WALL_TIME_KEY = "wall_time_s"
 # What a committed notebook may carry (None: any sub-keys). Everything else is dropped.
-NOTEBOOK_KEYS = {"kernelspec": {"name", "display_name", "language"}, COURSE_KEY: {WALL_TIME_KEY}, "colab": None}
+NOTEBOOK_KEYS = {"kernelspec": {"name", "display_name", "language"}, COURSE_KEY: {WALL_TIME_KEY}, "colab": None,
+                 "accelerator": None}  # Colab's runtime type (GPU), which nbfmt keeps too
 CELL_KEYS = {"tags": None, "nbgrader": None, "deletable": None, "editable": None}  # nbgrader: exercises
 
 

@@ -103,7 +103,7 @@ class Launcher:
         """Stop every task still running, show its last lines, remove the temporary directories."""
         try:
             self.stop(self.running(), "stop")
-            self.read(wait=0)
+            self.read(wait=0, budget=float("inf"))  # every task is stopped: what is queued is all there is
         finally:
             if self._tmp_root:
                 shutil.rmtree(self._tmp_root, ignore_errors=True)

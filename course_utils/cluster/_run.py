@@ -3,10 +3,11 @@
 A run is in one of four phases; each poll (``tick``) reads the tasks' output, records the tasks that
 exited, and moves on:
 
-- ``RUNNING``: wait for the waited-for tasks to finish; a task failing moves to ``FAILING``; the
-  fault, when due, kills its task and moves to ``RESTARTING`` (restart the cluster), stays
-  (``"task"``: the task alone was restarted) or moves to ``FAILING`` (no restart). A task silent for
-  ``start_timeout`` seconds, or a run longer than ``timeout``, raises :class:`ClusterTimeout`.
+- ``RUNNING``: wait for the waited-for tasks to finish; a task failing moves to ``FAILING`` (a fault not
+  yet injected then never is: the run has failed by itself); the fault, when due, kills its task and
+  moves to ``RESTARTING`` (restart the cluster), stays (``"task"``: the task alone was restarted) or
+  moves to ``FAILING`` (no restart). A task silent for ``start_timeout`` seconds, or a run longer than
+  ``timeout``, raises :class:`ClusterTimeout`.
 - ``FAILING``: give the others ``fail_grace`` seconds to notice and exit by themselves, then ``DONE``.
 - ``RESTARTING``: the same grace, then stop the rest and start every task again (next attempt) in ``RUNNING``.
 - ``DONE``: the launcher stops what still runs (a parameter server) when the run leaves its ``with``.

@@ -62,8 +62,10 @@ class LocalCluster:
 
     def run(self, *command, check=True, cwd=None, env=None, timeout=30.0) -> subprocess.CompletedProcess:
         """A Slurm command (``sinfo``, ``scontrol``, ...) on this cluster; ``env``: variables to add."""
+        # its own session: Jupyter's interrupt goes to the kernel's process group, and `sbatch` must not be
+        # killed after it created a job but before it printed the job's id
         return subprocess.run([str(c) for c in command], env={**self.env, **(env or {})}, cwd=cwd,
-                              capture_output=True, text=True, check=check, timeout=timeout)
+                              capture_output=True, text=True, check=check, timeout=timeout, start_new_session=True)
 
 
 def _write_conf(directory: Path, settings: dict) -> LocalCluster:
