@@ -26,6 +26,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+pytestmark = pytest.mark.versionless  # the oldest-versions check skips it: see pyproject's markers
+
 ROOT = Path(__file__).resolve().parent.parent
 
 TASK = r'''
@@ -114,8 +116,12 @@ CASES = [
     *[(SERVE, "Popen", "wait", "before", n) for n in (1, 2, 4, 6, 7)],  # 6, 7: reaping the killed groups
     (SERVE, "shutil", "rmtree", "before", 1),
 ]
-GROUP = [case for case in CASES  # also as Jupyter sends it: to the kernel's whole process group
-         if case[2] in ("Popen", "start", "_signal_group") or case[:3] == (SERVE, "Popen", "wait")]
+GROUP = [  # also as Jupyter sends it, to the kernel's whole process group: one case per kind of window
+    (RUN, "subprocess", "Popen", "after", 1), (RUN, "subprocess", "Popen", "after", 4),
+    (RUN, "processes", "start", "after", 2), (RUN, "processes", "_signal_group", "before", 3),
+    (SERVE, "subprocess", "Popen", "after", 4), (SERVE, "processes", "_signal_group", "before", 6),
+    (SERVE, "Popen", "wait", "before", 6), (RUN, "time", "monotonic", "after", 20),
+]
 CASES = [(*case, "process") for case in CASES] + [(*case, "group") for case in GROUP]
 
 

@@ -15,6 +15,8 @@ import pytest
 from tools import nblint
 from tools.notebook_params import ROOT
 
+pytestmark = pytest.mark.versionless  # the oldest-versions check skips it: see pyproject's markers
+
 NOTEBOOKS = nblint.notebooks()
 CASES = [(rule, path) for path in NOTEBOOKS for rule in nblint.RULES]
 

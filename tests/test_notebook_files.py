@@ -1,6 +1,7 @@
 """notebook_files: the files a notebook's %%writefile cells write, as IPython writes them."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -29,3 +30,35 @@ def test_a_file_the_notebook_does_not_write_is_named_in_the_error(tmp_path):
     path = notebook(tmp_path, "%%writefile a.py\nx = 1")
     with pytest.raises(KeyError, match="writes no file 'b.py'; it writes: a.py"):
         notebook_files.write(path, "b.py")
+
+
+@pytest.mark.parametrize("folder", ["notebooks", "solutions", "exercises"])
+def test_a_run_directory_is_beside_the_lesson_folders_fresh_and_relative(tmp_path, monkeypatch, folder):
+    (tmp_path / folder).mkdir()
+    monkeypatch.chdir(tmp_path / folder)
+    first = notebook_files.fresh_run_directory("02_fit")
+    assert first == Path("../runs/02_fit") and (tmp_path / "runs" / "02_fit").is_dir()
+    (first / "ckpt_01.weights.h5").write_text("an old run's")
+    again = notebook_files.fresh_run_directory("02_fit")
+    assert again == first and not any(again.iterdir()), "emptied: the latest checkpoint is this run's"
+
+
+def test_nbval_staged_copies_print_the_same_relative_paths(tmp_path, monkeypatch):
+    staged = tmp_path / "build" / "nbval" / "notebooks"  # tools/stage_nbval.py's layout
+    staged.mkdir(parents=True)
+    monkeypatch.chdir(staged)
+    assert notebook_files.fresh_run_directory("02_fit") == Path("../runs/02_fit")
+    assert (tmp_path / "build" / "nbval" / "runs" / "02_fit").is_dir()
+
+
+def test_outside_the_lesson_folders_runs_go_in_the_working_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # Colab: /content
+    assert notebook_files.fresh_run_directory("07_svhn") == Path("runs/07_svhn")
+    assert (tmp_path / "runs" / "07_svhn").is_dir()
+
+
+@pytest.mark.parametrize("name", ["", ".", "..", "a/b", "../escape"])
+def test_a_run_directory_name_is_a_plain_name(tmp_path, monkeypatch, name):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="plain folder name"):
+        notebook_files.fresh_run_directory(name)

@@ -230,7 +230,7 @@ def test_mwms_sbatch_trains_notebook_05s_worker_on_two_slurm_tasks(cluster, tmp_
 
 
 def test_the_notebook_writes_the_repositorys_batch_script():
-    written = notebook_files.writefile_cells(ROOT / "notebooks" / "08_slurm.ipynb")["slurm/mwms.sbatch"]
+    written = notebook_files.writefile_cells(ROOT / "notebooks" / "08_slurm.ipynb")["workers/mwms.sbatch"]
     assert written == (ROOT / "cluster" / "slurm" / "mwms.sbatch").read_text()
 
 

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
+import signal
+import socket
 import subprocess
 import sys
+import time
+import urllib.error
+import urllib.request
 from importlib.metadata import PackageNotFoundError, version
 from types import SimpleNamespace
 
@@ -204,7 +210,7 @@ def test_oldest_check_runs_the_unit_tests_then_one_notebook_in_the_oldest_venv(m
     assert tasks.main(["test", "--oldest"]) == 0
     py = str(ROOT / ".venv-oldest" / "bin" / "python")
     assert [c for c, _ in calls] == [
-        [py, "-m", "pytest", "-p", "no:cacheprovider", "-m", "not notebook", "tests"],
+        [py, "-m", "pytest", "-p", "no:cacheprovider", "-m", "not notebook and not versionless", "tests"],
         [py, "-m", "pytest", "-p", "no:cacheprovider",
          "tests/test_notebooks.py::test_runs_in_smoke_setting[notebooks/01_strategies_overview.ipynb]"],
     ]
@@ -412,3 +418,61 @@ def test_course_runner_in_smoke_mode_prints_progress_and_strips_run_metadata(tmp
     missing = subprocess.run([sys.executable, "-m", "tools.run_notebooks", "no-such-notebook"],
                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert missing.returncode == 2 and "No notebook matches" in missing.stderr
+
+
+# --- the student's JupyterLab ---------------------------------------------------------------------------
+
+def test_lab_command_opens_notebook_01_without_instructor_tools_or_news(monkeypatch):
+    monkeypatch.delenv("JUPYTER_CONFIG_PATH", raising=False)
+    command, env = tasks.lab_command(["--no-browser"])
+    assert command[:4] == [tasks.PY, "-m", "jupyter", "lab"] and command[-1] == "--no-browser"
+    assert f"--LabApp.default_url=/lab/tree/{tasks.FIRST_NOTEBOOK}" in command
+    assert (ROOT / tasks.FIRST_NOTEBOOK).exists()
+    assert env["JUPYTER_CONFIG_PATH"] == str(ROOT / "tools" / "jupyter" / "student")
+    instructor_command, instructor_env = tasks.lab_command(["--instructor"])
+    assert "--instructor" not in instructor_command and "JUPYTER_CONFIG_PATH" not in instructor_env
+    assert ("--allow-root" in command) == (os.geteuid() == 0)
+
+
+def test_the_student_lab_serves_no_nbgrader_and_no_news_prompt(tmp_path):
+    """A real `jupyter lab` started as tasks.py starts it: nbgrader's pages are not served and its lab
+    extension is disabled, the news setting defaults to "false" (no pop-up), / opens notebook 01."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    command, env = tasks.lab_command(["--no-browser", f"--port={port}", "--IdentityProvider.token=course"])
+    env["JUPYTER_RUNTIME_DIR"] = str(tmp_path)
+    log = open(tmp_path / "lab.log", "w")
+    lab = subprocess.Popen([str(c) for c in command], cwd=ROOT, env=env, stdout=log, stderr=log,
+                           start_new_session=True)
+
+    def get(path):
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}{'&' if '?' in path else '?'}token=course",
+                                    timeout=10) as response:
+            return response.status, response.geturl(), response.read().decode()
+
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                get("/api/status")
+                break
+            except (urllib.error.URLError, ConnectionError):
+                assert lab.poll() is None and time.monotonic() < deadline, (tmp_path / "lab.log").read_text()
+                time.sleep(0.5)
+        status, url, page = get("/")
+        assert url.split("?")[0].endswith(f"/lab/tree/{tasks.FIRST_NOTEBOOK}"), url
+        assert '"disabledExtensions": ["@jupyter/nbgrader"]' in page
+        _, _, notification = get("/lab/api/settings/@jupyterlab/apputils-extension:notification")
+        schema = json.loads(notification)["schema"]["properties"]
+        assert schema["fetchNews"]["default"] == "false" and schema["checkForUpdates"]["default"] is False
+        with pytest.raises(urllib.error.HTTPError, match="404"):
+            get("/formgrader")
+    finally:
+        os.killpg(lab.pid, signal.SIGTERM)
+        try:
+            lab.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(lab.pid, signal.SIGKILL)
+            lab.wait()
+        log.close()
