@@ -5,7 +5,7 @@ kernel). The workers and parameter servers only run ``tf.distribute.Server`` and
 unlike :func:`course_utils.cluster.run`, which waits for its tasks to finish, :func:`start` starts
 the server tasks of a cluster and returns a :class:`Servers` handle while they keep running::
 
-    with servers.start("ps/server.py", cluster=spec, threads=1) as tasks:
+    with servers.start("workers/ps_server.py", cluster=spec, threads=1) as tasks:
         tasks.wait_listening()
         ...                       # the coordinator's program: strategy, ClusterCoordinator, schedule
         tasks.join(coordinator)   # coordinator.join() with a timeout and a check that workers are left

@@ -112,7 +112,8 @@ def multi_worker_scripts() -> dict[str, str]:
 def test_every_multi_worker_script_of_the_course_ends_by_leaving_together():
     scripts = multi_worker_scripts()
     assert {"05_multi_worker.ipynb: workers/mwms_custom_loop.py", "05_multi_worker.ipynb: workers/mwms_fit.py",
-            "05b_network_links.ipynb: workers/links_worker.py", "06_parameter_servers.ipynb: ps/sync_worker.py"} \
+            "05b_network_links.ipynb: workers/links_worker.py",
+            "06_parameter_servers.ipynb: workers/ps_sync_worker.py"} \
         <= set(scripts)
     for name, text in scripts.items():
         code = [line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith("#")]
