@@ -37,7 +37,8 @@ Every notebook
 
 07 the SVHN exercise
 - :mod:`course_utils.svhn_standin`    -- an offline, generated stand-in for SVHN crops, cached on disk.
-- :mod:`course_utils.exercise_checks` -- the exercise's check cells.
+- :mod:`course_utils.exercise_checks` -- the exercise's check cells: each wrong answer told what to do.
+- :mod:`course_utils.verdicts` -- run-dependent conclusions printed from the numbers by their rule.
 
 08 Slurm
 - :mod:`course_utils.slurm`       -- a local one-node Slurm cluster, ``sbatch`` and wait, jobs that never start.

@@ -1,0 +1,47 @@
+"""Run-dependent conclusions, printed from the numbers with the rule that decided them.
+
+A notebook's prose states mechanisms; whether one variant was faster, or two accuracies differ, depends
+on the machine and the run, so it is printed by these functions:
+
+- :func:`speed`: interleaved repeats of two variants differ only when their ranges separate;
+- :func:`accuracy`: two test accuracies differ only when the gap exceeds twice its standard error,
+  sqrt(p(1-p)/n) for each accuracy of n test examples.
+"""
+
+from __future__ import annotations
+
+import math
+
+
+def speed(rates: dict, name: str, baseline: str, unit: str = "images/s") -> str:
+    """``name`` against ``baseline`` from ``{variant: [rate per repeat]}`` (higher is faster)."""
+    ours, theirs = rates[name], rates[baseline]
+    if len(ours) < 2 or len(theirs) < 2:
+        return (f"{name} vs {baseline}: no verdict from {min(len(ours), len(theirs))} run(s) each "
+                "(the rule needs the ranges of at least 2 interleaved repeats)")
+    low, high, base_low, base_high = min(ours), max(ours), min(theirs), max(theirs)
+    ranges = f"{low:,.0f}-{high:,.0f} vs {base_low:,.0f}-{base_high:,.0f} {unit}"
+    if low > base_high:
+        return f"{name} is faster than {baseline}: the ranges separate ({ranges})"
+    if high < base_low:
+        return f"{name} is slower than {baseline}: the ranges separate ({ranges})"
+    return f"{name} and {baseline}: within noise, the ranges overlap ({ranges})"
+
+
+def standard_error(p: float, n: int) -> float:
+    """The standard error of an accuracy ``p`` measured on ``n`` examples."""
+    if n < 1 or not 0 <= p <= 1:
+        raise ValueError(f"need 0 <= p <= 1 and n >= 1, got p={p}, n={n}")
+    return math.sqrt(p * (1 - p) / n)
+
+
+def accuracy(p: float, q: float, n: int, name: str, baseline: str) -> str:
+    """Whether test accuracies ``p`` (of ``name``) and ``q`` (of ``baseline``), each on ``n`` examples, differ."""
+    gap = p - q
+    se = math.hypot(standard_error(p, n), standard_error(q, n))
+    rule = f"gap {gap:+.4f}, its standard error {se:.4f}"
+    if se == 0:
+        return f"{name} vs {baseline}: {'equal' if gap == 0 else 'different'} accuracies ({rule})"
+    if abs(gap) > 2 * se:
+        return f"{name} is {'more' if gap > 0 else 'less'} accurate than {baseline}: {rule}, more than twice it"
+    return f"{name} and {baseline}: accuracies within noise ({rule}, less than twice it)"
