@@ -10,6 +10,9 @@
                               # (tools/nblint.py); --fix repairs what they can
     python3 tasks.py stress   # set up, then run the tests that race the machine N times under load
                               # (--rounds N, default 3; --load K busy loops, default 2; long)
+    python3 tasks.py grade DIR  # set up, then autograde the students' exercise notebooks in DIR with
+                              # nbgrader: a table of checks passed per student, and DIR/grades.csv
+                              # (--smoke: in CI's smoke setting; --assignment, --csv, --timeout)
     python3 tasks.py setup    # only set up: .venv, dependencies, offline data
     python3 tasks.py links    # point every Colab badge and install cell at pyproject's
                               # [project.urls] Repository (--check: only list disagreements)
@@ -296,6 +299,12 @@ def suite(args: list[str]) -> int:
          staged], cwd=staged, env=env).returncode
 
 
+def grade(args: list[str]) -> int:
+    """Autograde submitted exercise notebooks (``tools/grade.py``)."""
+    setup()
+    return subprocess.run([PY, "-m", "tools.grade", *args], cwd=ROOT, env=_venv_env()).returncode
+
+
 def stress(args: list[str]) -> int:
     """The multi-process tests and the smoke runs of notebooks 05, 05b, 06 and 08, ``--rounds`` times
     while ``--load`` busy loops keep the cores busy (``tools/stress.py``); failures per test."""
@@ -433,7 +442,7 @@ def lock(args: list[str]) -> int:
 
 def main(argv: list[str]) -> int:
     commands = {"course": course, "test": test, "lab": lab, "links": links, "lock": lock, "stress": stress,
-                "lint": lint}
+                "lint": lint, "grade": grade}
     if not argv or argv[0] not in {*commands, "setup"}:
         print(__doc__)
         return 2
