@@ -1,9 +1,16 @@
 """The instructor's grading command: nbgrader autogrades each submission against the solution, and the table
-and CSV say, per check, ok or the message the student saw. The solution passes every check, the unanswered
-exercise none ("not answered yet"), and each classic mistake gets the message that names it."""
+and CSV say, per check, ok or the message the student saw.
+
+A two-exercise assignment in plain Python tests the grader itself in seconds (scores, the layouts, an edited
+check put back, the smoke parameters, the CSV). The last test grades notebook 07 itself: the solution passes
+every check, the unanswered exercise none ("not answered yet"), and each classic mistake gets the message that
+names it. It executes notebook 07 four times, so ``tasks.py test`` leaves it out (marker ``smoke_run``; nbval
+runs 07 once there, and ``tests/test_exercise_checks.py`` gives each check the mistakes); run it with
+``pytest tests/test_grade.py -m smoke_run``."""
 
 from __future__ import annotations
 
+import copy
 import csv
 
 import nbformat
@@ -11,7 +18,7 @@ import pytest
 
 pytest.importorskip("nbgrader")
 
-from tools import exercise_mistakes, grade
+from tools import exercise_mistakes, grade, notebook_params
 from tools.notebook_params import ROOT
 
 
@@ -33,35 +40,127 @@ def test_every_mistake_edits_the_solution_once():
     assert len(grouped) == len(set(grouped)) and set(grouped) <= set(exercise_mistakes.MISTAKES)
 
 
-@pytest.mark.notebook
-def test_grading_the_solution_the_exercise_and_the_mistakes(tmp_path, notebook_data_env, monkeypatch, capsys):
-    for key, value in notebook_data_env.items():
+def _toy_assignment(folder):
+    """A two-exercise nbgrader assignment in plain Python (no TensorFlow), so that grading runs in seconds:
+    its parameters cell declares EPOCHS, and the second check passes only in the smoke setting."""
+
+    def cell(make, source, grade_id=None, solution=False, points=None, tags=None):
+        c = make(source)
+        if grade_id:
+            c.metadata["nbgrader"] = {"grade_id": grade_id, "grade": points is not None, "solution": solution,
+                                      "locked": not solution, "schema_version": 3,
+                                      **({"points": points} if points is not None else {})}
+        if tags:
+            c.metadata["tags"] = tags
+        return c
+
+    code, md = nbformat.v4.new_code_cell, nbformat.v4.new_markdown_cell
+    smoke_epochs = notebook_params.SMOKE["EPOCHS"]
+    nb = nbformat.v4.new_notebook(cells=[
+        cell(code, "EPOCHS = 30", tags=["parameters"]),
+        cell(md, "**Exercise 1.** Set `x` to 2."),
+        cell(code, "### BEGIN SOLUTION\nx = 2\n### END SOLUTION", "answer_x", solution=True),
+        cell(code, "assert \"x\" in globals(), \"Exercise 1 is not answered yet\"\n"
+                   "assert x == 2, f\"x is {x}: it must be 2\"", "check_x", points=1),
+        cell(code, "### BEGIN SOLUTION\nsteps = EPOCHS * 10\n### END SOLUTION", "answer_steps", solution=True),
+        cell(code, f"assert steps == {smoke_epochs * 10}, f\"steps is {{steps}}, not {smoke_epochs * 10}\"",
+             "check_steps", points=1),
+    ], metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
+    solution = folder / "toy.ipynb"
+    nbformat.write(nb, solution)
+    return solution, nb
+
+
+def test_grading_scores_each_check_restores_edited_checks_and_writes_the_csv(tmp_path, capsys):
+    solution, nb = _toy_assignment(tmp_path)
+    subs = tmp_path / "submissions"
+    (subs / "bob").mkdir(parents=True)
+    nbformat.write(nb, subs / "ada.ipynb")  # the solution itself
+    wrong = copy.deepcopy(nb)
+    wrong.cells[2].source = "x = 3"
+    wrong.cells[4].source = "steps = EPOCHS"
+    wrong.cells[5].source = "print('steps: right')"  # edits the check: nbgrader puts the solution's back
+    nbformat.write(wrong, subs / "bob" / "toy.ipynb")  # nbgrader collect's layout
+    blank = copy.deepcopy(nb)
+    for c in (blank.cells[2], blank.cells[4]):
+        c.source = "# YOUR CODE HERE\nraise NotImplementedError()"
+    nbformat.write(blank, subs / "cy.ipynb")
+
+    assert grade.main([str(subs), "--assignment", "toy", "--solution", str(solution), "--smoke",
+                       "--csv", str(tmp_path / "out.csv"), "--timeout", "60"]) == 0
+    out = capsys.readouterr().out
+    with open(tmp_path / "out.csv", newline="", encoding="utf-8") as f:
+        rows = {row["student"]: row for row in csv.DictReader(f)}
+    assert rows["ada"] == {"student": "ada", "passed": "2", "total": "2", "check_x": "ok", "check_steps": "ok"}
+    assert rows["bob"]["passed"] == "0"
+    assert rows["bob"]["check_x"] == "AssertionError: x is 3: it must be 2"
+    smoke_epochs = notebook_params.SMOKE["EPOCHS"]
+    assert rows["bob"]["check_steps"] == f"AssertionError: steps is {smoke_epochs}, not {smoke_epochs * 10}"
+    assert rows["cy"]["passed"] == "0" and rows["cy"]["check_x"] == "AssertionError: Exercise 1 is not answered yet"
+    assert " 2/2 " in out and "AssertionError: x is 3" in out and str(tmp_path / "out.csv") in out
+
+
+def test_without_smoke_the_notebooks_own_parameters_run(tmp_path, capsys):
+    solution, nb = _toy_assignment(tmp_path)
+    subs = tmp_path / "submissions"
+    subs.mkdir()
+    nbformat.write(nb, subs / "ada.ipynb")
+    assert grade.main([str(subs), "--assignment", "toy", "--solution", str(solution)]) == 0
+    with open(subs / "grades.csv", newline="", encoding="utf-8") as f:
+        (row,) = csv.DictReader(f)
+    assert row["check_x"] == "ok" and row["check_steps"].startswith("AssertionError: steps is 300")
+
+
+def test_a_missing_solution_says_what_to_pass(tmp_path):
+    (tmp_path / "ada.ipynb").write_text("{}")
+    with pytest.raises(SystemExit, match="No solution notebook .*pass --solution"):
+        grade.grade(tmp_path, "no_such_assignment")
+
+
+def _grade_real(tmp_path, notebooks, env, monkeypatch, capsys):
+    for key, value in env.items():
         monkeypatch.setenv(key, value)
     subs = tmp_path / "submissions"
     subs.mkdir()
-    nbformat.write(nbformat.read(ROOT / "solutions" / "07_svhn.ipynb", as_version=4), subs / "solution.ipynb")
-    nbformat.write(nbformat.read(ROOT / "exercises" / "07_svhn.ipynb", as_version=4), subs / "unanswered.ipynb")
+    for student, nb in notebooks.items():
+        nbformat.write(nb, subs / f"{student}.ipynb")
+    assert grade.main([str(subs), "--smoke"]) == 0
+    with open(subs / "grades.csv", newline="", encoding="utf-8") as f:
+        rows = {row["student"]: row for row in csv.DictReader(f)}
+    assert sorted(rows) == sorted(notebooks)
+    return rows, capsys.readouterr().out
+
+
+@pytest.mark.notebook
+@pytest.mark.smoke_run  # tasks.py test leaves it out: nbval's run of notebook 07 fails on any failed check
+def test_grading_the_solution_gives_every_point(tmp_path, notebook_data_env, monkeypatch, capsys):
+    solution = nbformat.read(ROOT / "solutions" / "07_svhn.ipynb", as_version=4)
+    rows, out = _grade_real(tmp_path, {"solution": solution}, notebook_data_env, monkeypatch, capsys)
+    total = int(rows["solution"]["total"])
+    assert total >= 11 and rows["solution"]["passed"] == str(total), rows["solution"]
+    assert f"{total}/{total}" in out and "grades.csv" in out
+
+
+@pytest.mark.notebook
+def test_grading_the_unanswered_exercise_and_the_mistakes(tmp_path, notebook_data_env, monkeypatch, capsys):
+    notebooks = {"unanswered": nbformat.read(ROOT / "exercises" / "07_svhn.ipynb", as_version=4)}
     for i, names in enumerate(exercise_mistakes.TOGETHER):
         nb = exercise_mistakes.with_mistakes(names)
         if i == 0:  # a student who edits a check into passing: nbgrader puts the solution's check back
             check = next(c for c in nb.cells
                          if c.metadata.get("nbgrader", {}).get("grade_id") == "check_build_in_scope")
             check.source = 'print("all weights created in the strategy\'s scope: right")'
-        nbformat.write(nb, subs / f"mistakes_{i}.ipynb")
-
-    assert grade.main([str(subs), "--smoke"]) == 0
-    out = capsys.readouterr().out
-    with open(subs / "grades.csv", newline="", encoding="utf-8") as f:
-        rows = {row["student"]: row for row in csv.DictReader(f)}
-    assert sorted(rows) == ["mistakes_0", "mistakes_1", "solution", "unanswered"]
-    total = int(rows["solution"]["total"])
-    assert total >= 11 and rows["solution"]["passed"] == str(total), rows["solution"]
-    assert rows["unanswered"]["passed"] == "0"
-    checks = [key for key in rows["solution"] if key.startswith("check_")]
+        notebooks[f"mistakes_{i}"] = nb
+    rows, out = _grade_real(tmp_path, notebooks, notebook_data_env, monkeypatch, capsys)
+    checks = [key for key in rows["unanswered"] if key.startswith("check_")]
+    assert len(checks) >= 11 and rows["unanswered"]["passed"] == "0"
     assert all("is not answered yet" in rows["unanswered"][c] for c in checks), rows["unanswered"]
     for i, names in enumerate(exercise_mistakes.TOGETHER):
+        row = rows[f"mistakes_{i}"]
         for name in names:
             mistake = exercise_mistakes.MISTAKES[name]
-            message = rows[f"mistakes_{i}"][mistake.check]
-            assert message.startswith("CheckFailed: ") and mistake.message in message, (name, message)
-    assert "solution" in out and f"{total}/{total}" in out and "grades.csv" in out
+            assert row[mistake.check].startswith("CheckFailed: ") and mistake.message in row[mistake.check], name
+        blamed = {c for name in names for c in (exercise_mistakes.MISTAKES[name].check,
+                                                 *exercise_mistakes.MISTAKES[name].also)}
+        assert all(row[c] == "ok" for c in checks if c not in blamed), row  # nothing else is blamed
+    assert "0/" in out

@@ -28,6 +28,7 @@ class Mistake:
     new: str         # ... replaced by the wrong answer
     check: str       # the grade_id of the check cell that must fail
     message: str     # words its message must contain
+    also: tuple[str, ...] = ()  # later checks that fail because they use this answer (theirs is right)
 
 
 RIGHT_LOSS = "return tf.nn.compute_average_loss(per_example_loss(labels, logits), global_batch_size=GLOBAL_BATCH)"
@@ -42,13 +43,15 @@ MISTAKES = {
         "Build (and compile) model inside `with strategy.scope():`"),
     "whole model under a weights name": Mistake(
         "fit", '"ckpt_{epoch:02d}.weights.h5"),\n' + " " * 48 + "save_weights_only=True)",
-        '"ckpt_{epoch:02d}.weights.h5"))', "check_fit_saved", "legacy HDF5 format"),
+        '"ckpt_{epoch:02d}.weights.h5"))', "check_fit_saved", "legacy HDF5 format",
+        ("check_restore_fit",)),  # exercise 10 restores that file
     "one-device model in the Mirrored scope": Mistake(
         "one_device", "with single.scope():", "with strategy.scope():", "check_one_device",
         "inside `with single.scope():`"),
     "loss averaged per replica": Mistake(
         "compute_loss", RIGHT_LOSS,
-        "return tf.reduce_mean(per_example_loss(labels, logits))", "check_compute_loss", "tf.reduce_mean"),
+        "return tf.reduce_mean(per_example_loss(labels, logits))", "check_compute_loss", "tf.reduce_mean",
+        ("check_train_step",)),  # the step calls compute_loss
     "loss per example": Mistake(
         "compute_loss", RIGHT_LOSS,
         "return per_example_loss(labels, logits)", "check_compute_loss", "not one number"),

@@ -1,10 +1,11 @@
 """Grade students' exercise notebooks with nbgrader's autograder; print a table and write a CSV.
 
-    python3 tasks.py grade SUBMISSIONS [--assignment 07_svhn] [--smoke] [--csv FILE] [--timeout S]
+    python3 tasks.py grade SUBMISSIONS [--assignment 07_svhn] [--solution FILE] [--smoke] [--csv FILE]
+                                       [--timeout S]
 
 SUBMISSIONS holds one notebook per student: ``SUBMISSIONS/<student>.ipynb``, or
 ``SUBMISSIONS/<student>/<assignment>.ipynb`` (the layout ``nbgrader collect`` leaves). Each is
-autograded against the solution (``solutions/<assignment>.ipynb``) in a throwaway nbgrader course
+autograded against the solution (``solutions/<assignment>.ipynb``, or ``--solution``) in a throwaway nbgrader course
 directory, its gradebook an SQLite file there: nbgrader puts the check cells back as the solution has
 them (a student cannot edit a check into passing), runs every cell (a failing cell does not stop the
 ones after it) and scores each check cell. ``--smoke`` runs each notebook in CI's smoke setting (the
@@ -68,14 +69,15 @@ def _messages(autograded: Path) -> dict[str, str]:
     return found
 
 
-def grade(folder: Path, assignment: str = "07_svhn", smoke: bool = False, timeout: int = 1800) -> list[dict]:
+def grade(folder: Path, assignment: str = "07_svhn", smoke: bool = False, timeout: int = 1800,
+          solution: Path | None = None) -> list[dict]:
     """One row per student: ``{"student", "passed", "total", grade_id: message, ...}`` (see the module's doc)."""
     from nbgrader.apps import NbGraderAPI  # noqa: PLC0415
     from traitlets.config import Config  # noqa: PLC0415
 
-    solution = ROOT / "solutions" / f"{assignment}.ipynb"
+    solution = solution or ROOT / "solutions" / f"{assignment}.ipynb"
     if not solution.exists():
-        raise SystemExit(f"No solution notebook {solution.relative_to(ROOT)}: name an assignment that has one.")
+        raise SystemExit(f"No solution notebook {solution}: name an assignment that has one, or pass --solution.")
     students = submissions(folder, assignment)
     bin_dir = str(Path(sys.executable).parent)  # nbgrader runs `alembic` from PATH for its gradebook
     if bin_dir not in os.environ.get("PATH", "").split(os.pathsep):
@@ -126,13 +128,14 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("submissions", type=Path)
     parser.add_argument("--assignment", default="07_svhn")
+    parser.add_argument("--solution", type=Path, help="the solution notebook (default solutions/ASSIGNMENT.ipynb)")
     parser.add_argument("--smoke", action="store_true", help="run each notebook in CI's smoke setting")
     parser.add_argument("--csv", type=Path, help="where to write the CSV (default SUBMISSIONS/grades.csv)")
     parser.add_argument("--timeout", type=int, default=1800, help="seconds a cell may run")
     args = parser.parse_args(argv)
     if not args.submissions.is_dir():
         parser.error(f"{args.submissions} is not a directory of submitted notebooks")
-    rows = grade(args.submissions, args.assignment, args.smoke, args.timeout)
+    rows = grade(args.submissions, args.assignment, args.smoke, args.timeout, args.solution)
     print(table(rows))
     out = args.csv or args.submissions / "grades.csv"
     write_csv(rows, out)
