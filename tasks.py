@@ -440,7 +440,18 @@ def lock(args: list[str]) -> int:
     return _resolve(CONSTRAINTS, LOCK_HEADER, preferences=CONSTRAINTS)
 
 
+def interrupts_back() -> None:
+    """Run as a background job of a non-interactive shell (`python3 tasks.py test &`), this process starts
+    with SIGINT ignored, and so would every process it starts (an ignored signal survives exec): no Ctrl-C
+    would reach the tests, notebooks and workers, and the tests that interrupt them fail. Handle it again."""
+    import signal  # noqa: PLC0415
+
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def main(argv: list[str]) -> int:
+    interrupts_back()
     commands = {"course": course, "test": test, "lab": lab, "links": links, "lock": lock, "stress": stress,
                 "lint": lint, "grade": grade}
     if not argv or argv[0] not in {*commands, "setup"}:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -14,6 +15,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 os.environ["COURSE_OFFLINE"] = "1"  # no test ever needs the network
 os.environ.setdefault("MPLBACKEND", "Agg")
+# Started as a background job of a non-interactive shell (`pytest ... &`), Python finds SIGINT ignored and
+# installs no KeyboardInterrupt handler, so the tests that send a Ctrl-C (and the processes they start,
+# which inherit an ignored signal) would never see one. Put Python's own handler back.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 from course_utils.devices import simulate_devices  # noqa: E402
 

@@ -476,3 +476,16 @@ def test_the_student_lab_serves_no_nbgrader_and_no_news_prompt(tmp_path):
             os.killpg(lab.pid, signal.SIGKILL)
             lab.wait()
         log.close()
+
+
+def test_a_background_start_with_ctrl_c_ignored_still_passes_interrupts_on():
+    """`python3 tasks.py test &` in a non-interactive shell starts with SIGINT ignored: tasks.py handles it again,
+    so that the processes it starts (which would inherit an ignored SIGINT) get Python's KeyboardInterrupt."""
+    child = "import signal; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)"
+    code = ("import signal, subprocess, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); import tasks; "
+            f"before = subprocess.run([sys.executable, '-c', {child!r}], capture_output=True, text=True).stdout; "
+            "tasks.interrupts_back(); "
+            f"after = subprocess.run([sys.executable, '-c', {child!r}], capture_output=True, text=True).stdout; "
+            "print(before.strip(), after.strip())")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.stdout.split() == ["False", "True"], done.stderr
