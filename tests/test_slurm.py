@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 import threading
 import time
 from pathlib import Path
@@ -38,8 +39,19 @@ def slurm_pids() -> set[int]:
     return pids
 
 
+def janitors() -> list[int]:
+    """The local clusters' janitor processes alive now."""
+    found = []
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        alive = proc.info["status"] != psutil.STATUS_ZOMBIE
+        if alive and "course_utils.slurm._janitor" in (proc.info["cmdline"] or []):
+            found.append(proc.pid)
+    return found
+
+
 def assert_nothing_left(cluster: slurm.LocalCluster, before: set[int]) -> None:
     assert not cluster.directory.exists(), "the temporary directory is still there"
+    assert janitors() == [], "the janitor still runs"
     for name, pid in cluster.pids.items():
         assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE, \
             f"{name} (pid {pid}) still runs"
@@ -99,6 +111,75 @@ def test_a_daemon_that_does_not_come_up_is_reported_with_its_log():
         with slurm.local_cluster(settings={"SelectType": "select/nonexistent"}):
             pass
     assert slurm_pids() <= before
+
+
+@needs_slurm
+def test_kill_9_of_the_process_that_started_it_leaves_nothing(tmp_path):
+    """The janitor's sweep: daemons, the running job's step and task, the directory with its munge key."""
+    before = slurm_pids()
+    code = textwrap.dedent("""
+        import sys, time
+        from course_utils import slurm
+        with slurm.local_cluster() as cluster:
+            job = cluster.run("sbatch", "--parsable", "-o", sys.argv[1], "--wrap", "sleep 300").stdout.strip()
+            while "JobState=RUNNING" not in cluster.run("scontrol", "show", "job", job).stdout:
+                time.sleep(0.1)
+            print(cluster.directory, flush=True)
+            time.sleep(600)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", code, tmp_path / "out"], stdout=subprocess.PIPE, text=True)
+    try:
+        directory = Path(proc.stdout.readline().strip())
+        running = slurm.leftovers(directory)
+        assert {"munged", "slurmctld", "slurmd", "slurmstepd", "sleep"} <= {p.name() for p in running}, running
+        assert (directory / "munge.key").exists() and len(janitors()) == 1
+    finally:
+        proc.kill()
+        proc.wait()
+    deadline = time.monotonic() + 30
+    while directory.exists() or slurm.leftovers(directory) or janitors():
+        assert time.monotonic() < deadline, f"left: {slurm.leftovers(directory)}, {directory.exists()}, {janitors()}"
+        time.sleep(0.1)
+    assert slurm_pids() <= before, f"new Slurm processes left: {slurm_pids() - before}"
+
+
+@needs_slurm
+def test_a_notebook_cell_that_fails_stops_the_cluster_while_the_kernel_lives(tmp_path):
+    nbclient = pytest.importorskip("nbclient")
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    before = slurm_pids()
+    nb = new_notebook(cells=[
+        new_code_cell("import contextlib\nfrom course_utils import slurm\nstack = contextlib.ExitStack()\n"
+                      "local = stack.enter_context(slurm.local_cluster())\n"
+                      "print(slurm.stop_when_a_cell_fails(stack), local.directory)"),
+        new_code_cell(f"local.run('sbatch', '-o', {str(tmp_path / 'out')!r}, '--wrap', 'sleep 300')"),
+        new_code_cell("raise RuntimeError('a middle cell fails')"),
+        new_code_cell("stack.close()"),
+    ])
+    client = nbclient.NotebookClient(nb, kernel_name="python3", timeout=120)
+    with client.setup_kernel():
+        client.execute_cell(nb.cells[0], 0)
+        hooked, directory = nb.cells[0].outputs[0]["text"].split()
+        client.execute_cell(nb.cells[1], 1)
+        with pytest.raises(nbclient.exceptions.CellExecutionError, match="a middle cell fails"):
+            client.execute_cell(nb.cells[2], 2)
+        said = "".join(o.get("text", "") for o in nb.cells[2].outputs)
+        assert hooked == "True" and "A cell failed, so the local Slurm cluster was stopped" in said
+        check = nbformat.v4.new_code_cell("print('kernel alive, directory left:', local.directory.exists())")
+        client.execute_cell(check, 3)  # stopped by the hook, not by the kernel's end
+        assert check.outputs[0]["text"].strip() == "kernel alive, directory left: False"
+        assert not Path(directory).exists() and slurm.leftovers(directory) == [] and janitors() == []
+        assert slurm_pids() <= before, f"new Slurm processes left: {slurm_pids() - before}"
+
+
+def test_the_janitor_sweeps_only_a_local_clusters_directory(tmp_path):
+    keep = tmp_path / "precious"
+    keep.mkdir()
+    done = subprocess.run([sys.executable, "-m", "course_utils.slurm._janitor"], input=f"{keep}\n",
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "is not a local Slurm cluster's directory" in done.stderr and keep.exists()
 
 
 @pytest.fixture(scope="module")
@@ -245,46 +326,94 @@ def test_mwms_sbatch_script_says_what_changes_on_a_real_cluster():
 
 # --- the resolver (no Slurm needed: a Slurm step is its environment variables) ---------------------
 
-@pytest.fixture
-def slurm_step(monkeypatch, tmp_path):
-    """Task 1 of a 2-task step on one node, ``PATH`` with only what the test puts in ``tmp_path``."""
-    for name, value in {"SLURM_PROCID": "1", "SLURM_STEP_NUM_TASKS": "2", "SLURM_STEP_NODELIST": "node7",
-                        "SLURM_STEP_TASKS_PER_NODE": "2"}.items():
+def step(nodelist, tasks_per_node, rank, local, node, ntasks, **more):
+    """The variables srun sets in one task of a job step (job 4242)."""
+    return {"SLURM_JOB_ID": "4242", "SLURM_STEP_NODELIST": nodelist, "SLURM_STEP_TASKS_PER_NODE": tasks_per_node,
+            "SLURM_PROCID": str(rank), "SLURM_LOCALID": str(local), "SLURMD_NODENAME": node,
+            "SLURM_STEP_NUM_TASKS": str(ntasks), **more}
+
+
+def test_one_node_two_tasks():
+    found = slurm_tasks.layout(step("node7", "2", 1, 1, "node7", 2), port_base=7000)
+    assert found.tf_config() == {"cluster": {"worker": ["node7:7000", "node7:7001"]},
+                                 "task": {"type": "worker", "index": 1}}
+    assert found.gpus == [] and not found.set_visible_devices
+
+
+@pytest.mark.parametrize("nodelist, hosts", [("c[9-10]", ["c9", "c10"]), ("c[09-10]", ["c09", "c10"]),
+                                             ("gpu-b7,gpu-a12", ["gpu-b7", "gpu-a12"])])
+def test_two_nodes_in_slurms_order_padded_or_not(nodelist, hosts):
+    """Task 0 is on Slurm's first host, whatever sorting the names as strings would give."""
+    for rank, host in enumerate(hosts):
+        found = slurm_tasks.layout(step(nodelist, "1(x2)", rank, 0, host, 2), port_base=7000)
+        assert found.addresses == [f"{h}:7000" for h in hosts] and found.rank == rank
+
+
+def test_block_and_cyclic_layouts_of_two_tasks_on_each_of_two_nodes():
+    block = slurm_tasks.layout(step("c[9-10]", "2(x2)", 2, 0, "c10", 4), port_base=7000)
+    assert block.addresses == ["c9:7000", "c9:7001", "c10:7000", "c10:7001"]
+    cyclic = slurm_tasks.layout(step("c[9-10]", "2(x2)", 1, 0, "c10", 4, SLURM_DISTRIBUTION="cyclic"),
+                                port_base=7000)
+    assert cyclic.addresses == ["c9:7000", "c10:7000", "c9:7001", "c10:7001"] and cyclic.local_rank == 0
+    uneven = slurm_tasks.task_order(["a", "b"], [3, 1], "cyclic")
+    assert uneven == [("a", 0), ("b", 0), ("a", 1), ("a", 2)]
+
+
+def test_a_layout_slurm_contradicts_is_refused_with_what_it_said():
+    with pytest.raises(SystemExit, match="Slurm says this is task 1 of 2, local task 0 on c9, but its block layout"):
+        slurm_tasks.layout(step("c[9-10]", "1(x2)", 1, 0, "c9", 2), port_base=7000)
+    with pytest.raises(SystemExit, match="SLURM_DISTRIBUTION=plane=2: only Slurm's block"):
+        slurm_tasks.layout(step("c9", "2", 0, 0, "c9", 2, SLURM_DISTRIBUTION="plane=2"), port_base=7000)
+    with pytest.raises(SystemExit, match="SLURM_PROCID is not set: run this inside a Slurm job step"):
+        slurm_tasks.layout({"SLURM_STEP_NODELIST": "c9", "SLURM_STEP_TASKS_PER_NODE": "1"})
+
+
+def test_the_default_port_base_comes_from_the_job_id():
+    found = slurm_tasks.layout(step("c9", "2", 0, 0, "c9", 2))
+    base = slurm_tasks.default_port_base(4242)
+    assert found.addresses == [f"c9:{base}", f"c9:{base + 1}"]
+    bases = {slurm_tasks.default_port_base(job) for job in range(10_000, 12_500)}
+    assert len(bases) == 2500 and min(bases) >= 20000 and max(bases) + slurm_tasks.PORTS_PER_JOB <= 60000
+
+
+def test_gpus_as_slurm_gave_them():
+    # --gpus-per-task=1 with two tasks on a node: Slurm sets one device per task; it is kept, not renumbered
+    found = slurm_tasks.layout(step("g1", "2", 1, 1, "g1", 2, CUDA_VISIBLE_DEVICES="3", SLURM_GPUS_PER_TASK="1"),
+                               port_base=7000)
+    assert found.gpus == ["3"] and not found.set_visible_devices
+    # --gpus-per-node=4, two tasks per node, no device list set by Slurm: each task gets its half
+    node = {"SLURM_JOB_GPUS": "0,1,2,3"}
+    assert slurm_tasks.layout(step("g[1-2]", "2(x2)", 3, 1, "g2", 4, **node), port_base=7000).gpus == ["2", "3"]
+    assert slurm_tasks.layout(step("g[1-2]", "2(x2)", 3, 1, "g2", 4, SLURM_GPUS_PER_TASK="1", **node),
+                              port_base=7000).gpus == ["1"]
+    # one GPU-per-node job with a device list Slurm set for the whole node: every task sees it
+    shared = slurm_tasks.layout(step("g1", "2", 0, 0, "g1", 2, CUDA_VISIBLE_DEVICES="0,1"), port_base=7000)
+    assert shared.gpus == ["0", "1"] and not shared.set_visible_devices
+    with pytest.raises(SystemExit, match="1 GPU.s. on this node for 2 tasks: ask Slurm for at least one per task"):
+        slurm_tasks.layout(step("g1", "2", 0, 0, "g1", 2, SLURM_STEP_GPUS="0"), port_base=7000)
+    assert slurm_tasks.layout(step("c1", "2", 0, 0, "c1", 2, CUDA_VISIBLE_DEVICES=""), port_base=7000).gpus == []
+
+
+def test_the_resolver_gives_strategies_this_layout(monkeypatch):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    found = slurm_tasks.resolver(step("c[9-10]", "1(x2)", 1, 0, "c10", 2, SLURM_JOB_GPUS="0,1"), port_base=7000)
+    assert found.cluster_spec().as_dict() == {"worker": ["c9:7000", "c10:7000"]}
+    assert (found.task_type, found.task_id, found.num_accelerators()) == ("worker", 1, {"GPU": 2})
+    assert os.environ["CUDA_VISIBLE_DEVICES"] == "0,1"  # Slurm named the GPUs but set no list
+
+
+def test_upstream_resolver_still_sorts_hosts_as_strings(monkeypatch):
+    """Why course_utils has its own: fails (and can go) once TensorFlow orders tasks as Slurm does."""
+    import tensorflow as tf
+
+    for name, value in step("c[9-10]", "1(x2)", 0, 0, "c9", 2).items():
         monkeypatch.setenv(name, value)
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
-    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")  # and whatever the resolver sets is undone after the test
-    monkeypatch.setenv("PATH", str(tmp_path))
-    return tmp_path
-
-
-def test_resolver_reports_no_gpus_where_nvidia_smi_is_missing(slurm_step):
-    import tensorflow as tf
-
-    with pytest.raises(FileNotFoundError, match="nvidia-smi"):  # the upstream bug; fixed when this fails
-        tf.distribute.cluster_resolver.SlurmClusterResolver()
-    with pytest.raises(ValueError, match="must not be zero"):  # and its gpus_per_node=0
-        tf.distribute.cluster_resolver.SlurmClusterResolver(gpus_per_node=0).cluster_spec()
-    resolver = slurm_tasks.resolver(port_base=7000)
-    assert isinstance(resolver, tf.distribute.cluster_resolver.SlurmClusterResolver)
-    assert resolver.cluster_spec().as_dict() == {"worker": ["node7:7000", "node7:7001"]}
-    assert (resolver.task_type, resolver.task_id) == ("worker", 1)
-    assert resolver.num_accelerators() == {} and "CUDA_VISIBLE_DEVICES" not in os.environ
-    assert slurm_tasks.tf_config(7000) == {"cluster": {"worker": ["node7:7000", "node7:7001"]},
-                                     "task": {"type": "worker", "index": 1}}
-
-
-def test_resolver_is_slurms_own_where_there_are_gpus(slurm_step, monkeypatch):
-    import tensorflow as tf
-
-    smi = slurm_step / "nvidia-smi"
-    smi.write_text("#!/bin/sh\necho 'GPU 0: Fake (UUID: GPU-0)'\necho 'GPU 1: Fake (UUID: GPU-1)'\n")
-    smi.chmod(0o755)
-    parent = tf.distribute.cluster_resolver.SlurmClusterResolver(port_base=7000)
-    resolver = slurm_tasks.resolver(port_base=7000)
-    assert resolver.num_accelerators() == parent.num_accelerators() == {"GPU": 1}
-    assert resolver.cluster_spec().as_dict() == parent.cluster_spec().as_dict()
-    assert os.environ["CUDA_VISIBLE_DEVICES"] == "1", "task 1 gets the second GPU, as upstream does"
-    assert slurm_tasks.resolver(gpus_per_node=0).num_accelerators() == {}, "gpus_per_node=0: CPU only, GPUs or not"
+    monkeypatch.setenv("SLURM_NTASKS", "2")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    upstream = tf.distribute.cluster_resolver.SlurmClusterResolver(gpus_per_node=1, gpus_per_task=1,
+                                                                    port_base=7000, auto_set_gpu=False)
+    assert upstream.cluster_spec().as_dict() == {"worker": ["c10:7000", "c9:7000"]}
+    assert upstream.task_id == 0  # SLURM_PROCID 0, whose address in that list is c10's
 
 
 def test_module_imports_without_tensorflow():

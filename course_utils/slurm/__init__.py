@@ -4,7 +4,10 @@
 :func:`available` says whether it can): its own munge key, ``slurm.conf``, ports, state and logs in a
 temporary directory (a system Slurm is never touched), ``munged``, ``slurmctld`` and ``slurmd`` as child
 processes (:mod:`course_utils.processes`). On exit, error or Ctrl-C it cancels the jobs, stops its daemons,
-kills what the jobs left (:func:`leftovers`) and removes the directory. :func:`submit` runs ``sbatch`` and
+kills what the jobs left (:func:`leftovers`) and removes the directory; if the process that started it
+dies first (``kill -9``, a crashed kernel), a janitor process does the same (``_janitor``).
+:func:`stop_when_a_cell_fails` stops it when a notebook cell raises, so that a Run All stopped by an
+error leaves nothing running. :func:`submit` runs ``sbatch`` and
 waits; a job Slurm would leave pending forever (more tasks than CPUs: reason ``PartitionConfig``) is
 cancelled and raises :class:`JobNeverStarts`, saying what to change. What runs inside a job's tasks
 (the resolver, the ``TF_CONFIG`` wrapper) is in :mod:`course_utils.slurm_tasks`.
@@ -12,7 +15,16 @@ cancelled and raises :class:`JobNeverStarts`, saying what to change. What runs i
 Inside: ``_daemons`` (the cluster's daemons, started and stopped) and ``_jobs`` (``sbatch``, waiting, states).
 """
 
-from course_utils.slurm._daemons import COMMANDS, SBIN, LocalCluster, SlurmError, available, leftovers, local_cluster
+from course_utils.slurm._daemons import (
+           COMMANDS,
+           SBIN,
+           LocalCluster,
+           SlurmError,
+           available,
+           leftovers,
+           local_cluster,
+           stop_when_a_cell_fails,
+)
 from course_utils.slurm._jobs import (
            FINISHED,
            NEVER_STARTS,
@@ -27,4 +39,4 @@ from course_utils.slurm._jobs import (
 
 __all__ = ["COMMANDS", "FINISHED", "NEVER_STARTS", "SBIN", "Job", "JobFailed", "JobNeverStarts", "JobTimeout",
            "LocalCluster", "SlurmError", "available", "free_port_base", "job_fields", "leftovers", "local_cluster",
-           "submit"]
+           "stop_when_a_cell_fails", "submit"]

@@ -8,6 +8,7 @@ import queue
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -133,8 +134,9 @@ def local_cluster(*, start_timeout: float = 120.0, settings: dict | None = None)
         raise SlurmError(f"Cannot start a local Slurm cluster: {why}")
     directory = Path(tempfile.mkdtemp(prefix="course-slurm-"))
     directory.chmod(0o711)  # munged: every user must be able to reach its socket
-    cluster = None
+    cluster = janitor = None
     try:
+        janitor = _start_janitor(directory)
         cluster = _write_conf(directory, settings or {})
         key = directory / "munge.key"  # our own key: no other munged accepts our credentials
         key.touch(mode=0o600)
@@ -154,9 +156,50 @@ def local_cluster(*, start_timeout: float = 120.0, settings: dict | None = None)
         cluster.started_s = time.monotonic() - start
         yield cluster
     finally:
-        if cluster is not None:
-            _shut_down(cluster)
-        shutil.rmtree(directory, ignore_errors=True)
+        try:
+            if cluster is not None:
+                _shut_down(cluster)
+            shutil.rmtree(directory, ignore_errors=True)
+        finally:
+            if janitor is not None:  # stopped: the janitor's sweep finds nothing, and it exits
+                janitor.stdin.close()
+                janitor.wait(timeout=30)
+
+
+def _start_janitor(directory: Path) -> subprocess.Popen:
+    """The process that sweeps the cluster if this one dies without stopping it (``_janitor``)."""
+    janitor = subprocess.Popen([sys.executable, "-m", "course_utils.slurm._janitor"], stdin=subprocess.PIPE,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    janitor.stdin.write(f"{directory}\n".encode())
+    janitor.stdin.flush()
+    return janitor
+
+
+def stop_when_a_cell_fails(stack: contextlib.ExitStack, what: str = "the local Slurm cluster") -> bool:
+    """In IPython (Jupyter, papermill), close ``stack`` after the first cell that raises, so that a Run All
+    stopped by an error leaves nothing running; ``False`` outside IPython. Closing the stack first ends it."""
+    try:
+        from IPython import get_ipython  # noqa: PLC0415
+    except ImportError:
+        return False
+    shell = get_ipython()
+    if shell is None:
+        return False
+
+    def after(result) -> None:
+        if result.error_in_exec is None and result.error_before_exec is None:
+            return
+        forget()
+        stack.close()
+        print(f"A cell failed, so {what} was stopped: run the notebook again from the top to start it again.")
+
+    def forget() -> None:
+        with contextlib.suppress(ValueError):
+            shell.events.unregister("post_run_cell", after)
+
+    shell.events.register("post_run_cell", after)
+    stack.callback(forget)
+    return True
 
 
 def _shut_down(cluster: LocalCluster, grace: float = 10.0) -> None:
@@ -192,7 +235,17 @@ def leftovers(directory) -> list:
     for proc in psutil.process_iter():
         with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
             if proc.pid not in me and proc.status() != psutil.STATUS_ZOMBIE and (
-                    any(inside in arg for arg in proc.cmdline())
-                    or proc.environ().get("SLURM_CONF", "").startswith(inside)):
+                    any(inside in arg for arg in proc.cmdline()) or _conf_in_environ(proc, inside)):
                 found.append(proc)
     return found
+
+
+def _conf_in_environ(proc, inside: str) -> bool:
+    """Whether ``proc`` started with ``SLURM_CONF`` in ``inside``. Read from the raw ``/proc/PID/environ``:
+    ``slurmstepd`` writes its title (``slurmstepd: [1.batch]``) over the start of its environment, where
+    ``psutil``'s parser stops, and the variable is still there after it."""
+    try:
+        with open(f"/proc/{proc.pid}/environ", "rb") as f:
+            return f"SLURM_CONF={inside}".encode() in f.read()
+    except OSError:
+        return proc.environ().get("SLURM_CONF", "").startswith(inside)
