@@ -198,6 +198,11 @@ class Network:
                 self.created.pop()
         atexit.unregister(self.close)
 
+    def add_hub_address(self, address: str) -> None:
+        """Give the hub's bridge an address of the hosts' subnet: a process run in the hub namespace (a
+        controller serving every host) is then reachable from each of them."""
+        self._ip("addr", "add", f"{address}/24", "dev", "br0", netns=self.hub)
+
     # -- links --------------------------------------------------------------------------------------
     def links(self):
         """Each link's two ends: (namespace, interface), host side then hub side."""
@@ -225,6 +230,10 @@ class Network:
     def exec_prefix(self, host: int) -> list[str]:
         """The command that runs a program on ``host`` (``ip netns exec`` sets the namespace, then execs)."""
         return [_tools()["ip"], "netns", "exec", self.namespaces[host]]
+
+    def hub_prefix(self) -> list[str]:
+        """The command that runs a program in the hub namespace (where :meth:`add_hub_address` serves)."""
+        return [_tools()["ip"], "netns", "exec", self.hub]
 
     def task_prefix(self, task_type: str, index: int) -> list[str]:
         """``cluster.run(prefix=...)``: worker ``i`` runs on host ``i``."""

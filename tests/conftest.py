@@ -43,3 +43,45 @@ def notebook_data_env(fake_idx_dir) -> dict[str, str]:
     if not (DEBIAN_FASHION_MNIST_DIR / "train-images-idx3-ubyte.gz").exists():
         env[FASHION_MNIST_DIR_ENV] = str(fake_idx_dir)
     return env
+
+
+# --- nothing the course starts outlives the test session ------------------------------------------------
+
+def course_leftovers() -> set[str]:
+    """What the course's clusters and networks leave when something fails to stop them: local Slurm
+    clusters' directories, their janitors and daemons, network namespaces (netlab's ``dtc-*``, a
+    multi-node Slurm cluster's ``sXXXX-*``)."""
+    import glob
+    import re
+    import shutil
+    import subprocess
+    import tempfile
+
+    import psutil
+
+    from course_utils import netlab
+
+    found = {f"directory {d}" for d in glob.glob(os.path.join(tempfile.gettempdir(), "course-slurm-*"))}
+    ip = shutil.which("ip") or shutil.which("ip", path="/usr/sbin:/sbin")
+    listed = subprocess.run([ip, "netns", "list"], capture_output=True, text=True).stdout if ip else ""
+    ours = re.compile(rf"^({netlab.PREFIX}|s[0-9a-f]{{4}})-")
+    found |= {f"namespace {line.split()[0]}" for line in listed.splitlines() if ours.match(line)}
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        line = " ".join(proc.info["cmdline"] or [])
+        if proc.info["status"] != psutil.STATUS_ZOMBIE and (
+                "course-slurm-" in line or "course_utils.slurm._janitor" in line):
+            found.add(f"process {proc.pid}: {line[:100]}")
+    return found
+
+
+def pytest_sessionstart(session):
+    session.config._course_leftovers_before = course_leftovers()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Fail the session if a test left a cluster, a network or a process of the course behind."""
+    left = course_leftovers() - getattr(session.config, "_course_leftovers_before", set())
+    if left:
+        print("\nLeft behind by this test session (each must be stopped by what started it):\n  "
+              + "\n  ".join(sorted(left)), file=sys.stderr)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

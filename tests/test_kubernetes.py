@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from course_utils import tf_config
+from course_utils import notebook_files, tf_config
 
 ROOT = Path(__file__).resolve().parent.parent
 MANIFEST = ROOT / "cluster" / "kubernetes" / "mwms-job.yaml"
@@ -115,6 +115,6 @@ def test_a_failed_worker_resumes_from_state_on_a_volume_every_pod_mounts():
     assert worker == "workers/mwms_fit.py"
     out = script.split("--out ", 1)[1].split()[0]
     assert out.startswith(mount["mountPath"] + "/"), "the worker's state and results are on the volume"
-    source = (ROOT / "notebooks" / worker).read_text()
+    source = notebook_files.writefile_cells(ROOT / "notebooks" / "05_multi_worker.ipynb")[worker]  # 05 writes it
     assert 'BackupAndRestore(os.path.join(args.out, "backup"))' in source, "the worker resumes from --out"
     assert "REAL CLUSTER" in MANIFEST.read_text()

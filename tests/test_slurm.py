@@ -22,6 +22,7 @@ import psutil
 import pytest
 
 from course_utils import notebook_files, slurm, slurm_tasks
+from process_checks import wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 AVAILABLE, WHY_NOT = slurm.available()
@@ -31,8 +32,8 @@ SLURM_NAMES = {"munged", "slurmctld", "slurmd", "slurmstepd"}
 
 
 def slurm_pids() -> set[int]:
-    """Every live (not zombie) Slurm or munge process on this machine, ours or not."""
-    pids = set()
+    """Every live (not zombie) Slurm or munge process on this machine, ours or not, and the janitors."""
+    pids = set(janitors())
     for proc in psutil.process_iter(["name", "status"]):
         if proc.info["name"] in SLURM_NAMES and proc.info["status"] != psutil.STATUS_ZOMBIE:
             pids.add(proc.pid)
@@ -51,7 +52,6 @@ def janitors() -> list[int]:
 
 def assert_nothing_left(cluster: slurm.LocalCluster, before: set[int]) -> None:
     assert not cluster.directory.exists(), "the temporary directory is still there"
-    assert janitors() == [], "the janitor still runs"
     for name, pid in cluster.pids.items():
         assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE, \
             f"{name} (pid {pid}) still runs"
@@ -114,33 +114,42 @@ def test_a_daemon_that_does_not_come_up_is_reported_with_its_log():
 
 
 @needs_slurm
-def test_kill_9_of_the_process_that_started_it_leaves_nothing(tmp_path):
-    """The janitor's sweep: daemons, the running job's step and task, the directory with its munge key."""
+@pytest.mark.parametrize("nodes", [None, ["c9", "c10"]], ids=["one node", "two nodes"])
+def test_kill_9_of_the_process_that_started_it_leaves_nothing(tmp_path, nodes):
+    """The janitor's sweep: daemons, the running job's step and task, the directory with its munge key, and
+    a multi-node cluster's namespaces and host files."""
+    from course_utils import netlab
+
     before = slurm_pids()
     code = textwrap.dedent("""
-        import sys, time
+        import json, sys, time
         from course_utils import slurm
-        with slurm.local_cluster() as cluster:
+        with slurm.local_cluster(nodes=json.loads(sys.argv[2])) as cluster:
             job = cluster.run("sbatch", "--parsable", "-o", sys.argv[1], "--wrap", "sleep 300").stdout.strip()
             while "JobState=RUNNING" not in cluster.run("scontrol", "show", "job", job).stdout:
                 time.sleep(0.1)
             print(cluster.directory, flush=True)
             time.sleep(600)
     """)
-    proc = subprocess.Popen([sys.executable, "-c", code, tmp_path / "out"], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-c", code, tmp_path / "out", json.dumps(nodes)], stdout=subprocess.PIPE,
+                            text=True)
     try:
         directory = Path(proc.stdout.readline().strip())
-        running = slurm.leftovers(directory)
-        assert {"munged", "slurmctld", "slurmd", "slurmstepd", "sleep"} <= {p.name() for p in running}, running
-        assert (directory / "munge.key").exists() and len(janitors()) == 1
+        prefix = (directory / "netns").read_text().strip() if nodes else None
+        assert not nodes or len(netlab.existing(prefix)) == 3
+        wanted = {"munged", "slurmctld", "slurmd", "slurmstepd", "sleep"}  # the job's task starts soon after RUNNING
+        wait_until(lambda: wanted <= {p.name() for p in slurm.leftovers(directory)}, 30, f"{wanted} to run")
+        assert (directory / "munge.key").exists() and len(set(janitors()) - before) == 1
     finally:
         proc.kill()
         proc.wait()
     deadline = time.monotonic() + 30
-    while directory.exists() or slurm.leftovers(directory) or janitors():
+    while directory.exists() or slurm.leftovers(directory) or set(janitors()) - before:
         assert time.monotonic() < deadline, f"left: {slurm.leftovers(directory)}, {directory.exists()}, {janitors()}"
         time.sleep(0.1)
     assert slurm_pids() <= before, f"new Slurm processes left: {slurm_pids() - before}"
+    if nodes:
+        assert netlab.existing(prefix) == []
 
 
 @needs_slurm
@@ -170,7 +179,7 @@ def test_a_notebook_cell_that_fails_stops_the_cluster_while_the_kernel_lives(tmp
         check = nbformat.v4.new_code_cell("print('kernel alive, directory left:', local.directory.exists())")
         client.execute_cell(check, 3)  # stopped by the hook, not by the kernel's end
         assert check.outputs[0]["text"].strip() == "kernel alive, directory left: False"
-        assert not Path(directory).exists() and slurm.leftovers(directory) == [] and janitors() == []
+        assert not Path(directory).exists() and slurm.leftovers(directory) == [] and set(janitors()) <= before
         assert slurm_pids() <= before, f"new Slurm processes left: {slurm_pids() - before}"
 
 
@@ -310,6 +319,39 @@ def test_mwms_sbatch_trains_notebook_05s_worker_on_two_slurm_tasks(cluster, tmp_
     assert all(np.array_equal(saved[0][key], saved[1][key]) for key in saved[0].files), "workers differ"
 
 
+@needs_slurm
+@pytest.mark.notebook  # two TensorFlow workers, one per node, train a few steps
+def test_two_nodes_in_namespaces_run_notebook_05s_worker_in_slurms_order(tmp_path, notebook_data_env):
+    """Nodes c9 and c10 (Slurm's order; sorted as strings, c10 would come first), each slurmd in network and
+    UTS namespaces of its own: the batch script places task 0 on c9 with c9's address, and both train."""
+    from course_utils import netlab
+
+    before = slurm_pids()
+    notebook_files.write(ROOT / "notebooks" / "05_multi_worker.ipynb", "workers/mwms_custom_loop.py", into=tmp_path)
+    with slurm.local_cluster(nodes=["c9", "c10"]) as cluster:
+        prefix = (cluster.directory / "netns").read_text().strip()
+        assert sorted(netlab.existing(prefix)) == sorted([f"{prefix}-hub", f"{prefix}-0", f"{prefix}-1"])
+        assert sorted(cluster.run("sinfo", "-h", "-N", "-o", "%N:%t").stdout.split()) == ["c10:idle", "c9:idle"]
+        names = cluster.run("srun", "--nodes=2", "--ntasks-per-node=1", "--label", "hostname", cwd=tmp_path).stdout
+        assert sorted(names.split("\n")[:2]) == ["0: c9", "1: c10"], names  # each node's own host name
+        job = slurm.submit(ROOT / "cluster" / "slurm" / "mwms.sbatch", cluster, cwd=tmp_path, timeout=300,
+                           options=["--nodes=2", "--ntasks-per-node=1"],
+                           args=["workers/mwms_custom_loop.py", "--epochs", 1, "--limit", 256,
+                                 "--per-worker-batch", 32, "--out", "out"],
+                           env={"PYTHON": sys.executable, **notebook_data_env})
+        assert (job.state, job.exit_code) == ("COMPLETED", 0), job.text()
+        port = slurm_tasks.default_port_base(int(job.id))
+        lines = sorted(line for line in job.text().splitlines() if "TF_CONFIG=" in line)
+        assert [line.split(": TF_CONFIG=")[0] for line in lines] == [
+            f"0: task 0 (local 0) at c9:{port}, GPUs none", f"1: task 1 (local 0) at c10:{port}, GPUs none"]
+        configs = [json.loads(line.split("TF_CONFIG=", 1)[1]) for line in lines]
+        assert all(c["cluster"] == {"worker": [f"c9:{port}", f"c10:{port}"]} for c in configs)
+        saved = [np.load(tmp_path / "out" / f"weights-worker-{i}.npz") for i in (0, 1)]
+        assert all(np.array_equal(saved[0][key], saved[1][key]) for key in saved[0].files), "workers differ"
+    assert_nothing_left(cluster, before)
+    assert netlab.existing(prefix) == []
+
+
 def test_the_notebook_writes_the_repositorys_batch_script():
     written = notebook_files.writefile_cells(ROOT / "notebooks" / "08_slurm.ipynb")["workers/mwms.sbatch"]
     assert written == (ROOT / "cluster" / "slurm" / "mwms.sbatch").read_text()
@@ -419,3 +461,22 @@ def test_upstream_resolver_still_sorts_hosts_as_strings(monkeypatch):
 def test_module_imports_without_tensorflow():
     code = "import sys, course_utils.slurm; sys.exit('tensorflow' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def test_the_session_check_sees_what_a_cluster_would_leave():
+    """conftest fails the test session when one of these is left: here a cluster's directory and a janitor."""
+    import tempfile
+
+    from conftest import course_leftovers
+
+    directory = Path(tempfile.mkdtemp(prefix="course-slurm-"))
+    janitor = subprocess.Popen([sys.executable, "-m", "course_utils.slurm._janitor"], stdin=subprocess.PIPE)
+    try:
+        found = course_leftovers()
+        assert f"directory {directory}" in found
+        assert any(item.startswith(f"process {janitor.pid}:") for item in found), found
+    finally:
+        janitor.stdin.write(f"{directory}\n".encode())
+        janitor.stdin.close()  # a cluster's directory: the janitor sweeps it and exits
+        janitor.wait(timeout=60)
+    assert not directory.exists() and not any(str(directory) in item for item in course_leftovers())

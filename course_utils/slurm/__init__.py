@@ -23,8 +23,8 @@ from course_utils.slurm._daemons import (
            available,
            leftovers,
            local_cluster,
-           stop_when_a_cell_fails,
 )
+from course_utils.slurm._janitor import stop_when_a_cell_fails
 from course_utils.slurm._jobs import (
            FINISHED,
            NEVER_STARTS,

@@ -8,13 +8,13 @@ import queue
 import shutil
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from course_utils import processes
+from course_utils.slurm import _janitor, _nodes
 
 SBIN = "/usr/sbin:/sbin"  # Debian's daemons live there, outside a normal user's PATH
 COMMANDS = ("munged", "slurmctld", "slurmd", "sinfo", "sbatch", "scontrol", "scancel", "squeue")
@@ -45,9 +45,11 @@ class LocalCluster:
 
     directory: Path
     conf: Path
-    node: str  # this machine's short host name
-    cpus: int
+    node: str  # the first node's host name (one node: this machine's short host name)
+    cpus: int  # CPUs of each node
     env: dict
+    nodes: list = field(default_factory=list)  # every node's host name
+    prefix: list = field(default_factory=list)  # runs a Slurm command where slurmctld is (several nodes: its namespace)
     daemons: dict = field(default_factory=dict)  # name -> subprocess.Popen
     readers: dict = field(default_factory=dict)  # name -> the thread copying its output to <name>.log
     started_s: float = 0.0  # first daemon started to node idle
@@ -65,14 +67,18 @@ class LocalCluster:
         """A Slurm command (``sinfo``, ``scontrol``, ...) on this cluster; ``env``: variables to add."""
         # its own session: Jupyter's interrupt goes to the kernel's process group, and `sbatch` must not be
         # killed after it created a job but before it printed the job's id
-        return subprocess.run([str(c) for c in command], env={**self.env, **(env or {})}, cwd=cwd,
+        return subprocess.run([str(c) for c in (*self.prefix, *command)], env={**self.env, **(env or {})}, cwd=cwd,
                               capture_output=True, text=True, check=check, timeout=timeout, start_new_session=True)
 
 
-def _write_conf(directory: Path, settings: dict) -> LocalCluster:
+def _write_conf(directory: Path, settings: dict, nodes=None) -> LocalCluster:
     import portpicker  # noqa: PLC0415
 
     node, cpus = socket.gethostname().split(".")[0], os.cpu_count() or 1
+    if nodes is not None:  # several nodes share this machine's cores
+        node, cpus = nodes.names[0], max(1, cpus // len(nodes.names))
+        node_settings, node_lines = nodes.conf_lines(cpus)
+        settings = {**node_settings, **settings}
     conf = {
         "ClusterName": "course", "SlurmctldHost": node, "SlurmUser": "root",
         "SlurmctldPort": portpicker.pick_unused_port(), "SlurmdPort": portpicker.pick_unused_port(),
@@ -89,13 +95,16 @@ def _write_conf(directory: Path, settings: dict) -> LocalCluster:
         **settings,
     }
     lines = [f"{key}={value}" for key, value in conf.items()]
-    lines += [f"NodeName={node} CPUs={cpus} State=UNKNOWN",
-              f"PartitionName=course Nodes={node} Default=YES MaxTime=INFINITE State=UP"]
+    lines += node_lines if nodes is not None else [
+        f"NodeName={node} CPUs={cpus} State=UNKNOWN",
+        f"PartitionName=course Nodes={node} Default=YES MaxTime=INFINITE State=UP"]
     (directory / "slurm.conf").write_text("\n".join(lines) + "\n")
     for name in ("state", "spool"):
         (directory / name).mkdir()
     env = {**os.environ, "SLURM_CONF": str(directory / "slurm.conf")}
-    return LocalCluster(directory, directory / "slurm.conf", node, cpus, env)
+    names = nodes.names if nodes is not None else [node]
+    prefix = nodes.controller_prefix() if nodes is not None else []
+    return LocalCluster(directory, directory / "slurm.conf", node, cpus, env, nodes=names, prefix=prefix)
 
 
 def _wait(cluster: LocalCluster, ready, what: str, deadline: float) -> None:
@@ -116,14 +125,19 @@ def _wait(cluster: LocalCluster, ready, what: str, deadline: float) -> None:
 
 def _node_idle(cluster: LocalCluster) -> bool:
     try:  # sinfo retries for seconds while slurmctld is not listening: rather ask again
-        return cluster.run("sinfo", "-h", "-N", "-o", "%t", check=False, timeout=2).stdout.strip() == "idle"
+        return cluster.run("sinfo", "-h", "-N", "-o", "%t", check=False, timeout=2).stdout.split() == [
+            "idle"] * len(cluster.nodes)
     except subprocess.TimeoutExpired:
         return False
 
 
 @contextlib.contextmanager
-def local_cluster(*, start_timeout: float = 120.0, settings: dict | None = None):
-    """Start a one-node Slurm cluster (see the module's docstring); yield its :class:`LocalCluster`.
+def local_cluster(*, nodes: list[str] | None = None, start_timeout: float = 120.0, settings: dict | None = None):
+    """Start a local Slurm cluster (see the module's docstring); yield its :class:`LocalCluster`.
+
+    ``nodes``: host names of several nodes (``["c9", "c10"]``), each ``slurmd`` in network and UTS
+    namespaces of its own (:mod:`course_utils.slurm._nodes`), sharing this machine's cores; ``None``: one
+    node, this machine.
 
     ``settings``: ``slurm.conf`` lines to add or change (``{"KillWait": 5}``). A daemon that exits, or a
     node not idle after ``start_timeout`` seconds (about 1 s here; the margin is for a loaded machine),
@@ -134,81 +148,57 @@ def local_cluster(*, start_timeout: float = 120.0, settings: dict | None = None)
         raise SlurmError(f"Cannot start a local Slurm cluster: {why}")
     directory = Path(tempfile.mkdtemp(prefix="course-slurm-"))
     directory.chmod(0o711)  # munged: every user must be able to reach its socket
-    cluster = janitor = None
+    cluster = janitor = network = None
     try:
-        janitor = _start_janitor(directory)
-        cluster = _write_conf(directory, settings or {})
+        janitor = _janitor.start(directory)
+        if nodes is not None:
+            network = _nodes.Nodes(nodes, directory).__enter__()
+        cluster = _write_conf(directory, settings or {}, network)
         key = directory / "munge.key"  # our own key: no other munged accepts our credentials
         key.touch(mode=0o600)
         key.write_bytes(os.urandom(128))
         output: queue.Queue = queue.Queue()  # the daemons' lines (each also in <name>.log)
         daemons = {"munged": ["--foreground", f"--socket={directory / 'munge.socket'}", f"--key-file={key}",
                               f"--pid-file={directory / 'munged.pid'}", f"--seed-file={directory / 'munged.seed'}"],
-                   "slurmctld": ["-D", "-f", cluster.conf], "slurmd": ["-D", "-f", cluster.conf]}
+                   "slurmctld": [*cluster.prefix, _which("slurmctld"), "-D", "-f", cluster.conf]}
+        if network is None:
+            daemons["slurmd"] = [_which("slurmd"), "-D", "-f", cluster.conf]
+        for node in cluster.nodes if network is not None else []:
+            daemons[f"slurmd-{node}"] = [*network.node_prefix(node), _which("slurmd"), "-D", "-N", node,
+                                         "-f", cluster.conf]
+        daemons["munged"].insert(0, _which("munged"))
         start = time.monotonic()
         deadline = start + start_timeout
-        for name, args in daemons.items():
+        for name, command in daemons.items():
             cluster.daemons[name], cluster.readers[name] = processes.start(
-                [_which(name), *args], env=cluster.env, lines=output, tag=name, log_path=directory / f"{name}.log")
+                command, env=cluster.env, lines=output, tag=name, log_path=directory / f"{name}.log")
             if name == "munged":  # Slurm's daemons need it from their first message on
                 _wait(cluster, (directory / "munge.socket").exists, "munged's socket", deadline)
-        _wait(cluster, lambda: _node_idle(cluster), f"node {cluster.node} to be idle (sinfo)", deadline)
+        _wait(cluster, lambda: _node_idle(cluster), f"node(s) {','.join(cluster.nodes)} to be idle (sinfo)", deadline)
         cluster.started_s = time.monotonic() - start
         yield cluster
     finally:
         try:
-            if cluster is not None:
-                _shut_down(cluster)
-            shutil.rmtree(directory, ignore_errors=True)
+            try:
+                if cluster is not None:
+                    _shut_down(cluster)
+            finally:
+                if network is not None:
+                    network.__exit__()
+                shutil.rmtree(directory, ignore_errors=True)
         finally:
             if janitor is not None:  # stopped: the janitor's sweep finds nothing, and it exits
                 janitor.stdin.close()
                 janitor.wait(timeout=30)
 
 
-def _start_janitor(directory: Path) -> subprocess.Popen:
-    """The process that sweeps the cluster if this one dies without stopping it (``_janitor``)."""
-    janitor = subprocess.Popen([sys.executable, "-m", "course_utils.slurm._janitor"], stdin=subprocess.PIPE,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    janitor.stdin.write(f"{directory}\n".encode())
-    janitor.stdin.flush()
-    return janitor
-
-
-def stop_when_a_cell_fails(stack: contextlib.ExitStack, what: str = "the local Slurm cluster") -> bool:
-    """In IPython (Jupyter, papermill), close ``stack`` after the first cell that raises, so that a Run All
-    stopped by an error leaves nothing running; ``False`` outside IPython. Closing the stack first ends it."""
-    try:
-        from IPython import get_ipython  # noqa: PLC0415
-    except ImportError:
-        return False
-    shell = get_ipython()
-    if shell is None:
-        return False
-
-    def after(result) -> None:
-        if result.error_in_exec is None and result.error_before_exec is None:
-            return
-        forget()
-        stack.close()
-        print(f"A cell failed, so {what} was stopped: run the notebook again from the top to start it again.")
-
-    def forget() -> None:
-        with contextlib.suppress(ValueError):
-            shell.events.unregister("post_run_cell", after)
-
-    shell.events.register("post_run_cell", after)
-    stack.callback(forget)
-    return True
-
-
 def _shut_down(cluster: LocalCluster, grace: float = 10.0) -> None:
     """Cancel the jobs, stop the daemons (munged last), kill whatever the jobs left behind."""
     import psutil  # noqa: PLC0415
 
-    slurm = [cluster.daemons[name] for name in ("slurmctld", "slurmd") if name in cluster.daemons]
+    slurm = [proc for name, proc in cluster.daemons.items() if name != "munged"]
     try:
-        if len(slurm) == 2 and all(proc.poll() is None for proc in slurm):
+        if len(slurm) == 1 + len(cluster.nodes) and all(proc.poll() is None for proc in slurm):
             jobs = cluster.run("squeue", "-h", "-o", "%A", check=False).stdout.split()
             if jobs:
                 cluster.run("scancel", *jobs, check=False)

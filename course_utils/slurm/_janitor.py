@@ -1,5 +1,6 @@
-"""The local cluster's janitor: when the process that started a cluster dies without stopping it (``kill -9``,
-a kernel that crashed), it stops what is left of the cluster and removes its directory.
+"""What stops a local cluster when its owner cannot. The janitor: when the process that started a cluster
+dies without stopping it (``kill -9``, a kernel that crashed), it stops what is left of the cluster and
+removes its directory.
 
 :func:`course_utils.slurm.local_cluster` starts it in a session of its own (an interrupt sent to the
 kernel's process group does not reach it) and without ``PR_SET_PDEATHSIG`` (it must outlive its parent),
@@ -7,12 +8,14 @@ and writes the cluster's directory on its standard input. The janitor then waits
 cluster closes the pipe once it has stopped (a normal stop: the sweep finds nothing), and the operating
 system closes it when the parent dies, however it dies. The sweep kills every process of the cluster
 (:func:`course_utils.slurm.leftovers`: daemons, job steps, tasks) and removes the directory, munge key
-included.
+included. :func:`stop_when_a_cell_fails` stops the cluster when a notebook cell raises.
 """
 
 from __future__ import annotations
 
+import contextlib
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -30,8 +33,47 @@ def sweep(directory: Path) -> list[int]:
         except psutil.NoSuchProcess:
             pass
     psutil.wait_procs(left, timeout=10)
+    from course_utils.slurm import _nodes  # noqa: PLC0415
+
+    _nodes.remove(directory)  # a multi-node cluster's namespaces and host files
     shutil.rmtree(directory, ignore_errors=True)
     return [proc.pid for proc in left]
+
+
+def start(directory: Path) -> subprocess.Popen:
+    """The process that sweeps the cluster if this one dies without stopping it (``_janitor``)."""
+    janitor = subprocess.Popen([sys.executable, "-m", "course_utils.slurm._janitor"], stdin=subprocess.PIPE,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    janitor.stdin.write(f"{directory}\n".encode())
+    janitor.stdin.flush()
+    return janitor
+
+
+def stop_when_a_cell_fails(stack: contextlib.ExitStack, what: str = "the local Slurm cluster") -> bool:
+    """In IPython (Jupyter, papermill), close ``stack`` after the first cell that raises, so that a Run All
+    stopped by an error leaves nothing running; ``False`` outside IPython. Closing the stack first ends it."""
+    try:
+        from IPython import get_ipython  # noqa: PLC0415
+    except ImportError:
+        return False
+    shell = get_ipython()
+    if shell is None:
+        return False
+
+    def after(result) -> None:
+        if result.error_in_exec is None and result.error_before_exec is None:
+            return
+        forget()
+        stack.close()
+        print(f"A cell failed, so {what} was stopped: run the notebook again from the top to start it again.")
+
+    def forget() -> None:
+        with contextlib.suppress(ValueError):
+            shell.events.unregister("post_run_cell", after)
+
+    shell.events.register("post_run_cell", after)
+    stack.callback(forget)
+    return True
 
 
 def main() -> int:
