@@ -238,7 +238,7 @@ def test_a_job_asking_for_more_tasks_than_the_node_has_fails_at_once(cluster, tm
     assert all(fields.get("Reason") != "PartitionConfig" for fields in seen[:-1])
     message = str(never.value)
     assert "PartitionConfig" in message and f"asks for {tasks} tasks" in message
-    assert f"{cluster.cpus} CPUs" in message and f"--ntasks={cluster.cpus}" in message
+    assert f"{cluster.cpus} CPUs" in message and f"--ntasks-per-node={cluster.cpus}" in message
     assert real(cluster, never.value.job.id)["JobState"] == "CANCELLED"
 
 
@@ -330,6 +330,9 @@ def test_two_nodes_in_namespaces_run_notebook_05s_worker_in_slurms_order(tmp_pat
         assert all(c["cluster"] == {"worker": [f"c9:{port}", f"c10:{port}"]} for c in configs)
         saved = [np.load(tmp_path / "out" / f"weights-worker-{i}.npz") for i in (0, 1)]
         assert all(np.array_equal(saved[0][key], saved[1][key]) for key in saved[0].files), "workers differ"
+        with pytest.raises(slurm.JobNeverStarts, match=r"this cluster has 2 nodes \(c9, c10\) with 1 CPU each"):
+            slurm.submit(script(tmp_path, "srun hostname"), cluster, options=["--nodes=2", "--ntasks-per-node=4"],
+                         cwd=tmp_path, timeout=120)
     assert_nothing_left(cluster, before)
     assert netlab.existing(prefix) == []
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from course_utils import processes
 from course_utils.slurm import _janitor, _nodes
+from course_utils.slurm._janitor import leftovers
 
 SBIN = "/usr/sbin:/sbin"  # Debian's daemons live there, outside a normal user's PATH
 COMMANDS = ("munged", "slurmctld", "slurmd", "sinfo", "sbatch", "scontrol", "scancel", "squeue")
@@ -213,29 +214,3 @@ def _shut_down(cluster: LocalCluster, grace: float = 10.0) -> None:
             with contextlib.suppress(psutil.NoSuchProcess):
                 proc.kill()
         psutil.wait_procs(left, timeout=5)
-
-
-def leftovers(directory) -> list:
-    """Live processes of the local cluster in ``directory``: daemons whose command line names it, job
-    steps and tasks (their ``SLURM_CONF`` is in it). This process and its ancestors are not counted."""
-    import psutil  # noqa: PLC0415
-
-    me = {os.getpid(), *(p.pid for p in psutil.Process().parents())}
-    inside, found = str(Path(directory)) + os.sep, []
-    for proc in psutil.process_iter():
-        with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
-            if proc.pid not in me and proc.status() != psutil.STATUS_ZOMBIE and (
-                    any(inside in arg for arg in proc.cmdline()) or _conf_in_environ(proc, inside)):
-                found.append(proc)
-    return found
-
-
-def _conf_in_environ(proc, inside: str) -> bool:
-    """Whether ``proc`` started with ``SLURM_CONF`` in ``inside``. Read from the raw ``/proc/PID/environ``:
-    ``slurmstepd`` writes its title (``slurmstepd: [1.batch]``) over the start of its environment, where
-    ``psutil``'s parser stops, and the variable is still there after it."""
-    try:
-        with open(f"/proc/{proc.pid}/environ", "rb") as f:
-            return f"SLURM_CONF={inside}".encode() in f.read()
-    except OSError:
-        return proc.environ().get("SLURM_CONF", "").startswith(inside)

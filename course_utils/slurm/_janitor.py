@@ -14,17 +14,42 @@ included. :func:`stop_when_a_cell_fails` stops the cluster when a notebook cell 
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 
+def leftovers(directory) -> list:
+    """Live processes of the local cluster in ``directory``: daemons whose command line names it, job
+    steps and tasks (their ``SLURM_CONF`` is in it). This process and its ancestors are not counted."""
+    import psutil  # noqa: PLC0415
+
+    me = {os.getpid(), *(p.pid for p in psutil.Process().parents())}
+    inside, found = str(Path(directory)) + os.sep, []
+    for proc in psutil.process_iter():
+        with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+            if proc.pid not in me and proc.status() != psutil.STATUS_ZOMBIE and (
+                    any(inside in arg for arg in proc.cmdline()) or _conf_in_environ(proc, inside)):
+                found.append(proc)
+    return found
+
+
+def _conf_in_environ(proc, inside: str) -> bool:
+    """Whether ``proc`` started with ``SLURM_CONF`` in ``inside``. Read from the raw ``/proc/PID/environ``:
+    ``slurmstepd`` writes its title (``slurmstepd: [1.batch]``) over the start of its environment, where
+    ``psutil``'s parser stops, and the variable is still there after it."""
+    try:
+        with open(f"/proc/{proc.pid}/environ", "rb") as f:
+            return f"SLURM_CONF={inside}".encode() in f.read()
+    except OSError:
+        return proc.environ().get("SLURM_CONF", "").startswith(inside)
+
+
 def sweep(directory: Path) -> list[int]:
     """Kill the cluster's processes, remove its directory; return the killed pids."""
     import psutil  # noqa: PLC0415
-
-    from course_utils.slurm._daemons import leftovers  # noqa: PLC0415
 
     left = leftovers(directory)
     for proc in left:

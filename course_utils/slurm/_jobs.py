@@ -69,12 +69,18 @@ def _never_starts(job_id: str, fields: dict, cluster: LocalCluster) -> str:
     tasks, cpus = fields.get("NumTasks", "?"), int(fields.get("NumCPUs") or 0)
     nodes = fields.get("NumNodes", "1").split("-")[0]
     asks = f"{tasks} tasks ({cpus} CPUs{f', so {nodes} nodes' if nodes != '1' else ''})"
+    n = len(cluster.nodes)
+    has = (f"1 node ({cluster.node}) with {cluster.cpus} CPUs" if n == 1 else
+           f"{n} nodes ({', '.join(cluster.nodes)}) with {cluster.cpus} CPU{'s' * (cluster.cpus > 1)} each")
     message = (f"Slurm job {job_id} can never start (PENDING, reason {fields['Reason']}), so it was cancelled: "
-               f"it asks for {asks}, and this cluster has 1 node ({cluster.node}) with {cluster.cpus} CPUs.")
-    if cpus > cluster.cpus or nodes != "1":
-        return message + (f" Ask for at most {cluster.cpus} CPUs on 1 node, e.g. #SBATCH --ntasks={cluster.cpus} "
-                          "and --cpus-per-task=1 (or sbatch --ntasks=... on the command line).")
-    return message + f" See `scontrol show job {job_id}` and change the job's #SBATCH lines."
+               f"it asks for {asks}, and this cluster has {has}.")
+    if cpus > cluster.cpus * n or int(nodes) > n or (n == 1 and nodes != "1"):
+        cpu_word = "CPU" if cluster.cpus == 1 else "CPUs"
+        return message + (f" Ask for at most {cluster.cpus} {cpu_word} on each of at most {n} node(s), e.g. "
+                          f"#SBATCH --nodes={n} --ntasks-per-node={cluster.cpus} and --cpus-per-task=1 "
+                          "(or the same options on sbatch's command line).")
+    return message + (f" At most {cluster.cpus} CPUs fit on one node: see `scontrol show job {job_id}` and "
+                      "change the job's #SBATCH lines (--ntasks-per-node, --cpus-per-task).")
 
 
 def free_port_base(n: int, host: str = "localhost") -> int:
@@ -90,11 +96,13 @@ def free_port_base(n: int, host: str = "localhost") -> int:
 
 
 def submit(script, cluster: LocalCluster, *, args=(), options=(), cwd=None, env=None, timeout: float = 600,
-           check: bool = True, poll: float = 0.2, show: bool = False) -> Job:
+           check: bool = True, poll: float = 0.2, show: bool = False, on_poll=None) -> Job:
     """``sbatch --parsable *options script *args`` on ``cluster``, from ``cwd``, with ``env``'s variables
     added to the job's environment; wait for the job and return its :class:`Job`.
 
-    ``show``: print the job's state (as ``squeue`` would show it) each time it changes.
+    ``show``: print the job's state (as ``squeue`` would show it) each time it changes. ``on_poll``:
+    called with the job's id and its fields (``scontrol show job``) at every look until it ends, to act on
+    the job meanwhile (``scontrol requeue``).
     A job that can never start raises :class:`JobNeverStarts` at once, one unfinished after ``timeout``
     seconds :class:`JobTimeout`; both are cancelled, as is the job on Ctrl-C. With ``check``, a job that
     ends other than COMPLETED with exit code 0 raises :class:`JobFailed` with the end of its output.
@@ -117,6 +125,8 @@ def submit(script, cluster: LocalCluster, *, args=(), options=(), cwd=None, env=
                 seen = state
             if state[0] in FINISHED:
                 break
+            if on_poll is not None:
+                on_poll(job_id, fields)
             if fields.get("JobState") == "PENDING" and fields.get("Reason") in NEVER_STARTS:
                 raise JobNeverStarts(_never_starts(job_id, fields, cluster), _job(job_id, fields, start))
             if time.monotonic() - start > timeout:
