@@ -46,7 +46,7 @@ def test_default_and_smoke_values_pass(notebook):
     ("solutions/07_svhn.ipynb", {"NUM_DEVICES": 3, "TEST_LIMIT": 1000}),
     ("notebooks/01_strategies_overview.ipynb", {"NUM_DEVICES": 3}),
     ("notebooks/03_custom_training_loop.ipynb", {"NUM_DEVICES": 2, "TRAIN_REPLICAS": None}),
-    ("notebooks/08_slurm.ipynb", {"WORKERS": 1}),
+    ("notebooks/08_slurm.ipynb", {"WORKERS": 1, "NODES": 1}),
 ])
 def test_other_device_and_worker_counts_that_work_pass(notebook, values):
     run_checks(notebook, **values)
@@ -73,6 +73,7 @@ def test_other_device_and_worker_counts_that_work_pass(notebook, values):
     ("notebooks/03_custom_training_loop.ipynb", {"TRAIN_REPLICAS": 4},
      "TRAIN_REPLICAS = 4 is more than NUM_DEVICES = 3"),
     ("notebooks/08_slurm.ipynb", {"WORKERS": 64}, "WORKERS = 64 is more than this machine's cores"),
+    ("notebooks/08_slurm.ipynb", {"WORKERS": 3}, "WORKERS = 3 is not a multiple of NODES = 2"),
     ("notebooks/01_strategies_overview.ipynb", {"NUM_DEVICES": -1}, "NUM_DEVICES = -1: give a whole number"),
     ("notebooks/04_single_vs_multi_device.ipynb", {"NUM_DEVICES": 3, "LIMIT": None},
      "LIMIT = 60000 is not a multiple of PER_REPLICA_BATCH * NUM_DEVICES = 192"),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import _thread
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -80,20 +81,33 @@ def test_cluster_comes_up_idle_and_goes_down_leaving_nothing():
     assert_nothing_left(cluster, before)
 
 
+NODES = pytest.mark.parametrize("nodes", [None, ["c9", "c10"]], ids=["one node", "two nodes"])
+
+
+def node_namespaces() -> list[str]:
+    """The network namespaces of multi-node local clusters (``sXXXX-hub``, ``sXXXX-0``, ...) that exist now."""
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.splitlines()
+    return [line.split()[0] for line in listed if re.match(r"s[0-9a-f]{4}-(hub|\d+)\b", line)]
+
+
 @needs_slurm
-def test_an_error_in_the_body_stops_everything_and_propagates():
+@NODES
+def test_an_error_in_the_body_stops_everything_and_propagates(nodes):
     before = slurm_pids()
     with pytest.raises(ValueError, match="the body failed"):
-        with slurm.local_cluster() as cluster:
+        with slurm.local_cluster(nodes=nodes) as cluster:
+            assert len(node_namespaces()) == (3 if nodes else 0)
             raise ValueError("the body failed")
     assert_nothing_left(cluster, before)
+    assert node_namespaces() == []
 
 
 @needs_slurm
-def test_interrupt_while_a_job_runs_cancels_it_and_stops_everything(tmp_path):
+@NODES
+def test_interrupt_while_a_job_runs_cancels_it_and_stops_everything(tmp_path, nodes):
     before = slurm_pids()
     with pytest.raises(KeyboardInterrupt):
-        with slurm.local_cluster() as cluster:
+        with slurm.local_cluster(nodes=nodes) as cluster:
             job_id = cluster.run("sbatch", "--parsable", "-n", "2", "-o", tmp_path / "out",
                                  script(tmp_path, "srun sleep 300"), cwd=tmp_path).stdout.strip()
             deadline = time.monotonic() + 120  # returns as soon as both tasks run
@@ -102,6 +116,7 @@ def test_interrupt_while_a_job_runs_cancels_it_and_stops_everything(tmp_path):
                 time.sleep(0.1)
             raise KeyboardInterrupt  # what Jupyter's interrupt raises
     assert_nothing_left(cluster, before)
+    assert node_namespaces() == []
 
 
 @needs_slurm
