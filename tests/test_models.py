@@ -47,3 +47,13 @@ def test_l2_regularizer_adds_one_loss_per_layer():
 def test_bad_arguments(kwargs, message):
     with pytest.raises(ValueError, match=message):
         models.build_cnn(**kwargs)
+
+
+def test_the_cnns_gradients_in_1_mb_packs_make_two_all_reduces():
+    """Notebook 05b teaches it: TensorFlow packs whole gradients and never splits one, and the Dense
+    kernel alone is 9.4 MB, so 1 MB and 4 MB packs both make two all-reduces (fails if TensorFlow changes)."""
+    import tensorflow as tf
+    from tensorflow.python.distribute import cross_device_utils
+
+    grads = [tf.zeros(v.shape) for v in models.build_cnn().trainable_variables]
+    assert [len(cross_device_utils.group_by_size(grads, int(mb * 1e6))) for mb in (0, 1, 4)] == [1, 2, 2]
