@@ -67,8 +67,9 @@ def _expand(nodelist: str, tasks_per_node: str) -> tuple[list[str], list[int]]:
 
 
 def default_port_base(job_id: int) -> int:
-    """Ports 20000-59999, ``PORTS_PER_JOB`` per job: jobs whose ids differ by less than 2,500 never share one."""
-    return 20000 + (job_id % (40000 // PORTS_PER_JOB)) * PORTS_PER_JOB
+    """Ports 12000-32639, below Linux's ephemeral range (32768-60999, where outgoing connections take theirs),
+    ``PORTS_PER_JOB`` per job: jobs whose ids differ by less than 1,290 never share one."""
+    return 12000 + (job_id % 1290) * PORTS_PER_JOB
 
 
 def task_order(hosts: list[str], counts: list[int], distribution: str = "block") -> list[tuple[str, int]]:
