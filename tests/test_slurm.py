@@ -25,6 +25,9 @@ import pytest
 from course_utils import notebook_files, slurm, slurm_tasks
 from process_checks import wait_until
 
+# the local cluster's process handling, whatever the library versions: the oldest-versions check skips it
+versionless = pytest.mark.versionless
+
 ROOT = Path(__file__).resolve().parent.parent
 AVAILABLE, WHY_NOT = slurm.available()
 needs_slurm = pytest.mark.skipif(not AVAILABLE and not os.environ.get("CI"),
@@ -66,6 +69,7 @@ def script(tmp_path, body: str) -> Path:
     return path
 
 
+@versionless
 @needs_slurm
 def test_cluster_comes_up_idle_and_goes_down_leaving_nothing():
     before, t0 = slurm_pids(), time.monotonic()
@@ -90,6 +94,7 @@ def node_namespaces() -> list[str]:
     return [line.split()[0] for line in listed if re.match(r"s[0-9a-f]{4}-(hub|\d+)\b", line)]
 
 
+@versionless
 @needs_slurm
 @NODES
 def test_an_error_in_the_body_stops_everything_and_propagates(nodes):
@@ -102,6 +107,7 @@ def test_an_error_in_the_body_stops_everything_and_propagates(nodes):
     assert node_namespaces() == []
 
 
+@versionless
 @needs_slurm
 @NODES
 def test_interrupt_while_a_job_runs_cancels_it_and_stops_everything(tmp_path, nodes):
@@ -119,6 +125,7 @@ def test_interrupt_while_a_job_runs_cancels_it_and_stops_everything(tmp_path, no
     assert node_namespaces() == []
 
 
+@versionless
 @needs_slurm
 def test_a_daemon_that_does_not_come_up_is_reported_with_its_log():
     before = slurm_pids()
@@ -128,6 +135,7 @@ def test_a_daemon_that_does_not_come_up_is_reported_with_its_log():
     assert slurm_pids() <= before
 
 
+@versionless
 @needs_slurm
 @pytest.mark.parametrize("nodes", [None, ["c9", "c10"]], ids=["one node", "two nodes"])
 def test_kill_9_of_the_process_that_started_it_leaves_nothing(tmp_path, nodes):
@@ -167,6 +175,7 @@ def test_kill_9_of_the_process_that_started_it_leaves_nothing(tmp_path, nodes):
         assert netlab.existing(prefix) == []
 
 
+@versionless
 @needs_slurm
 def test_a_notebook_cell_that_fails_stops_the_cluster_while_the_kernel_lives(tmp_path):
     nbclient = pytest.importorskip("nbclient")
@@ -198,6 +207,7 @@ def test_a_notebook_cell_that_fails_stops_the_cluster_while_the_kernel_lives(tmp
         assert slurm_pids() <= before, f"new Slurm processes left: {slurm_pids() - before}"
 
 
+@versionless
 def test_the_janitor_sweeps_only_a_local_clusters_directory(tmp_path):
     keep = tmp_path / "precious"
     keep.mkdir()
@@ -214,6 +224,7 @@ def cluster():
     assert_nothing_left(running, before)
 
 
+@versionless
 @needs_slurm
 def test_one_task_job_completes_and_its_output_is_read_back(cluster, tmp_path):
     t0 = time.monotonic()
@@ -223,6 +234,7 @@ def test_one_task_job_completes_and_its_output_is_read_back(cluster, tmp_path):
     assert 0 < job.elapsed_s <= time.monotonic() - t0
 
 
+@versionless
 @needs_slurm
 def test_two_task_job_runs_both_tasks(cluster, tmp_path):
     body = "#SBATCH --ntasks=2\nsrun bash -c 'echo task $SLURM_PROCID of $SLURM_NTASKS'"
@@ -231,6 +243,7 @@ def test_two_task_job_runs_both_tasks(cluster, tmp_path):
     assert sorted(job.text().splitlines()) == ["task 0 of 2", "task 1 of 2"]
 
 
+@versionless
 @needs_slurm
 def test_a_failing_job_raises_with_its_exit_code_and_output(cluster, tmp_path):
     with pytest.raises(slurm.JobFailed, match="(?s)ended FAILED with exit code 3.*about to fail") as failed:
@@ -240,6 +253,7 @@ def test_a_failing_job_raises_with_its_exit_code_and_output(cluster, tmp_path):
     assert (job.state, job.exit_code) == ("FAILED", 3)
 
 
+@versionless
 @needs_slurm
 def test_a_job_asking_for_more_tasks_than_the_node_has_fails_at_once(cluster, tmp_path, monkeypatch):
     """Slurm would keep it pending forever (reason PartitionConfig)."""
@@ -257,6 +271,7 @@ def test_a_job_asking_for_more_tasks_than_the_node_has_fails_at_once(cluster, tm
     assert real(cluster, never.value.job.id)["JobState"] == "CANCELLED"
 
 
+@versionless
 @needs_slurm
 def test_a_job_over_its_timeout_is_cancelled(cluster, tmp_path):
     with pytest.raises(slurm.JobTimeout, match="did not finish within 2 s") as late:
@@ -267,6 +282,7 @@ def test_a_job_over_its_timeout_is_cancelled(cluster, tmp_path):
         time.sleep(0.1)
 
 
+@versionless
 @needs_slurm
 def test_an_interrupt_while_waiting_cancels_the_job(cluster, tmp_path):
     def jobs():
@@ -293,6 +309,7 @@ def test_an_interrupt_while_waiting_cancels_the_job(cluster, tmp_path):
         time.sleep(0.1)
 
 
+@versionless
 @needs_slurm
 def test_an_interrupt_while_sbatch_hands_the_job_over_cancels_it_too(cluster, tmp_path, monkeypatch):
     """The window between Slurm creating the job and sbatch printing its id: Ctrl-C lands right after sbatch."""

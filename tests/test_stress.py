@@ -11,10 +11,13 @@ import textwrap
 import time
 
 import psutil
+import pytest
 
 from process_checks import wait_until
 from tools import stress
 from tools.notebook_params import ROOT
+
+pytestmark = pytest.mark.versionless  # the oldest-versions check skips it: see pyproject's markers
 
 
 def busy_loops() -> list[psutil.Process]:
