@@ -5,36 +5,51 @@
     python benchmarks/training_throughput.py --help
 
 Each configuration runs in a process of its own (logical devices are fixed when TensorFlow starts):
-``Model.fit`` under ``MirroredStrategy`` on ``replicas`` logical CPU devices (GPUs where present) trains
-one untimed epoch of ``--steps`` steps (tracing, compiling, filling caches) and then ``--repeats`` timed
-epochs; the training steps alone are timed (``course_utils.callbacks.Throughput``), and the median and
-range over the repeats are reported. The same run measures the peak: the fastest matrix multiply of
+``Model.fit`` under ``MirroredStrategy`` on ``replicas`` logical CPU devices (GPUs where present), with
+Adam's learning rate scaled with the global batch, 1e-3 x global batch / 128 (128: the naive run's 2 x 64).
+The processes start one at a time; each builds its model, trains one untimed epoch of ``--steps`` steps
+(tracing, compiling, filling caches) and waits. Then the timed epochs are interleaved, as notebook 04
+does: in each of ``--repeats`` rounds every configuration trains one epoch in turn, told to over its
+stdin while the others wait idle, so that a slow spell of the shared machine lands on all of them instead
+of one. The training steps alone are timed (``course_utils.callbacks.Throughput``), and the median and
+range over the rounds are reported. The same run measures the peak: the fastest matrix multiply of
 TensorFlow (float32 and bfloat16) and of NumPy's BLAS, at the thread count the training uses, and counts
 the CNN's training FLOPs per image from its layer shapes (forward pass x 3: the backward pass costs about
-twice the forward). A configuration TensorFlow cannot run here is recorded with TensorFlow's message.
-Then the best float32 configuration and the best overall train ``--accuracy-epochs`` epochs from the same
-seed and report their test accuracy. Results: a table, ``--out``.json and ``--out``.png (about 8 minutes
-on 2 CPU cores with the defaults).
+twice the forward). The mixed-precision configurations use ``course_utils.peak.mixed_precision_policy()``
+(``mixed_bfloat16`` on a CPU with bfloat16 instructions, ``mixed_float16`` on GPUs) and are left out,
+with its reason, where it names none; ``--precision`` names one instead. A configuration TensorFlow
+cannot run here is recorded with TensorFlow's message and sits out the later rounds. Then the best
+float32 configuration and the best overall train ``--accuracy-epochs`` epochs from the same seed and
+report their test accuracy. Results: a table, ``--out``.json (with the machine: CPU model and flags,
+logical CPUs, Python, TensorFlow and Keras versions, the precision policy) and ``--out``.png (about 4
+minutes on 2 CPU cores with the defaults).
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
+import contextlib
 import datetime
 import itertools
 import json
 import os
 import platform
+import queue
 import re
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+from course_utils import peak, processes  # neither imports TensorFlow: the parent never starts it
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULT = "RESULT "
+CPU_FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "amx_bf16", "amx_tile", "fma")
 
 
 @dataclass(frozen=True)
@@ -51,32 +66,65 @@ class Config:
                 f"{' xla' if self.xla else ''} {self.precision.replace('mixed_', '')}")
 
 
-def preset() -> list[Config]:
-    """The seeds' naive run, the cures one at a time on two replicas, and the same on one device."""
+def preset(mixed: str | None) -> list[Config]:
+    """The seeds' naive run, the cures one at a time on two replicas, and the same on one device; the
+    mixed-precision cure in policy ``mixed``, left out where that is None."""
     naive = Config()
     cached = replace(naive, input="cached")
     big = replace(cached, batch=256)
-    return [naive, cached, big, replace(big, steps_per_execution=8), replace(big, xla=True),
-            replace(big, precision="mixed_bfloat16"),
-            replace(big, replicas=1, batch=512), replace(big, replicas=1, batch=512, xla=True),
-            replace(big, replicas=1, batch=512, precision="mixed_bfloat16")]
+    one = replace(big, replicas=1, batch=512)
+    configs = [naive, cached, big, replace(big, steps_per_execution=8), replace(big, xla=True),
+               mixed and replace(big, precision=mixed), one, replace(one, xla=True),
+               mixed and replace(one, precision=mixed)]
+    return [c for c in configs if c]
 
 
 def grid(args) -> list[Config]:
     lists = [args.replicas, args.batches, args.input, args.steps_per_execution, args.xla, args.precision]
-    return [Config(*values) for values in itertools.product(*lists)]
+    return list(dict.fromkeys(Config(*values) for values in itertools.product(*lists)))
+
+
+def precisions(requested: list[str] | None, policy: str | None) -> list[str]:
+    """The precisions to run: those named (default float32 and "auto"), "auto" standing for this machine's
+    mixed policy (``course_utils.peak.mixed_precision_policy``) and dropped where that is None."""
+    chosen = [policy if name == "auto" else name for name in requested or ["float32", "auto"]]
+    return list(dict.fromkeys(name for name in chosen if name))
+
+
+def learning_rate(global_batch: int) -> float:
+    """Adam's learning rate scaled linearly with the global batch: its default 1e-3 at 128 (the naive 2 x 64)."""
+    if global_batch < 1:
+        raise ValueError(f"global_batch must be >= 1, got {global_batch}")
+    return 1e-3 * global_batch / 128
+
+
+def machine(software: dict, cpuinfo: str = "/proc/cpuinfo") -> dict:
+    """What the figures depend on: the CPU (model, the flags that set its matmul speed, logical CPUs), the
+    Python, TensorFlow and Keras versions, and the precision policy with its reason."""
+    try:
+        text = Path(cpuinfo).read_text()
+    except OSError:
+        text = ""
+    models = [line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("model name")]
+    flags = peak.cpu_flags(cpuinfo)
+    policy, why = software.get("precision_policy") or (None, "unknown")
+    return {"machine": platform.processor() or platform.machine(),
+            "cpu_model": models[0] if models else platform.processor() or platform.machine(),
+            "cpu_flags": [flag for flag in CPU_FLAGS if flag in flags], "cpus": os.cpu_count(),
+            "python": platform.python_version(), "tensorflow": software.get("tensorflow"),
+            "keras": software.get("keras"), "precision_policy": policy, "precision_policy_reason": why}
 
 
 # -- inside a child process -------------------------------------------------------------------------------
 
 def accuracy(config: Config, epochs: int, limit: int) -> dict:
     """Test accuracy after ``epochs`` epochs of ``limit`` images, from seed 0 (the same start for every config)."""
-    model, ds, _ = _build(config, limit, shuffle=True)
+    model, ds, global_batch = _build(config, limit, shuffle=True)
     model.fit(ds, epochs=epochs, verbose=0)
     from course_utils import datasets, pipeline  # noqa: PLC0415
 
     test = datasets.load("fashion_mnist", "test", verbose=False).dataset.map(pipeline.scale_image).batch(1000)
-    return {"config": asdict(config), "epochs": epochs, "images": limit,
+    return {"config": asdict(config), "epochs": epochs, "images": limit, "learning_rate": learning_rate(global_batch),
             "test_accuracy": float(model.evaluate(test, verbose=0, return_dict=True)["accuracy"])}
 
 
@@ -104,28 +152,46 @@ def _build(config: Config, limit: int, shuffle: bool = False):
         ds = ds.prefetch(tf.data.AUTOTUNE)
     with strategy.scope():
         model = models.build_cnn(train.image_shape, train.num_classes)
-        model.compile(optimizer=keras.optimizers.Adam(), jit_compile=config.xla, metrics=["accuracy"],
-                      steps_per_execution=config.steps_per_execution,
+        model.compile(optimizer=keras.optimizers.Adam(learning_rate(global_batch)), jit_compile=config.xla,
+                      metrics=["accuracy"], steps_per_execution=config.steps_per_execution,
                       loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     return model, ds, global_batch
 
 
-def run_config(config: Config, steps: int, repeats: int, limit: int) -> dict:
+def serve(config: Config, steps: int, repeats: int, limit: int, commands=None) -> None:
+    """The child's side of :func:`interleave`: build, train the untimed epoch and report it, then train one
+    timed epoch per "epoch" line read from ``commands``, reporting each; "quit" (or end of input) ends it.
+    One ``fit`` call throughout: the input iterator (and its cache) lives on from epoch to epoch."""
+    model, ds, global_batch = _build(config, limit)
+    import keras  # noqa: PLC0415  (after _build: the logical devices first)
+
     from course_utils import callbacks  # noqa: PLC0415
 
-    model, ds, global_batch = _build(config, limit)
     steps = max(steps // config.steps_per_execution, 1) * config.steps_per_execution
-    meter = callbacks.Throughput(steps * global_batch)
-    model.fit(ds.repeat(), epochs=1 + repeats, steps_per_epoch=steps, callbacks=[meter], verbose=0)
-    return {"config": asdict(config), "images_per_s": meter.images_per_sec[1:], "steps": steps}
+    meter, commands = callbacks.Throughput(steps * global_batch), commands or sys.stdin
+
+    def report_then_wait(epoch, logs=None):  # after the meter's on_epoch_end: outside the timed steps
+        rate = meter.images_per_sec[-1]
+        print(RESULT + json.dumps({"images_per_s": rate} if epoch else {"steps": steps, "warmup_images_per_s": rate}),
+              flush=True)
+        model.stop_training = commands.readline().strip() != "epoch"
+
+    model.fit(ds.repeat(), epochs=1 + repeats, steps_per_epoch=steps, verbose=0,
+              callbacks=[meter, keras.callbacks.LambdaCallback(on_epoch_end=report_then_wait)])
 
 
 def measure_peak() -> dict:
-    from course_utils import models, peak  # noqa: PLC0415
+    """The peak, the CNN's FLOPs, and the software and precision policy the parent records (it never imports TF)."""
+    import keras  # noqa: PLC0415
+    import tensorflow as tf  # noqa: PLC0415
+
+    from course_utils import models  # noqa: PLC0415
 
     model = models.build_cnn()
     return {"peak_flops": peak.matmul_peak(repeats=10), "training_flops": peak.training_flops(model),
-            "profiled_forward_flops": peak.profiled_forward_flops(model)}
+            "profiled_forward_flops": peak.profiled_forward_flops(model),
+            "software": {"tensorflow": tf.__version__, "keras": keras.__version__,
+                         "precision_policy": list(peak.mixed_precision_policy())}}
 
 
 # -- the parent ---------------------------------------------------------------------------------------------
@@ -160,15 +226,120 @@ def _reason(stderr: str) -> str | None:
     return message[:400]
 
 
+class ChildFailed(Exception):
+    """A configuration's process ended or fell silent without its result (TensorFlow's words where it left any)."""
+
+
+class Child:
+    """A configuration's process running :func:`serve`, in a process group of its own: ``send`` a command,
+    ``read_result`` its next ``RESULT`` line, ``close`` it (always: terminate, then kill the group)."""
+
+    def __init__(self, payload: dict, argv: list | None = None, timeout: float = 1800):
+        self.timeout, self.results, self.tail = timeout, queue.Queue(), collections.deque(maxlen=400)
+        with processes.interrupts_held():  # a Ctrl-C right here would leave a process nobody stops
+            self.proc = subprocess.Popen([*(argv or [sys.executable, __file__, "--child"]), json.dumps(payload)],
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                         text=True, errors="replace", start_new_session=True,
+                                         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+            processes.LIVE[self.proc.pid] = self.proc  # stopped at exit if nothing else stops it
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            if line.startswith(RESULT):
+                self.results.put(line[len(RESULT):])
+            else:
+                self.tail.append(line.rstrip("\n"))
+        self.results.put(None)
+
+    def send(self, command: str) -> None:
+        try:
+            self.proc.stdin.write(command + "\n")
+            self.proc.stdin.flush()
+        except OSError:  # a broken pipe: it has exited
+            raise self._failed() from None
+
+    def read_result(self) -> dict:
+        try:
+            line = self.results.get(timeout=self.timeout)
+        except queue.Empty:
+            self.close()
+            raise ChildFailed(f"no result in {self.timeout:.0f} s") from None
+        if line is None:
+            raise self._failed()
+        return json.loads(line)
+
+    def _failed(self) -> ChildFailed:
+        self.close(grace=10)
+        # A configuration TensorFlow cannot run here (XLA under MirroredStrategy on logical CPU devices,
+        # say) is a result too: recorded with TensorFlow's own message, and the others go on.
+        return ChildFailed(_reason("\n".join(self.tail)) or f"exit {self.proc.returncode}")
+
+    def close(self, grace: float = 0.0) -> None:
+        """Stop it: wait up to ``grace`` seconds for it to leave by itself, then SIGTERM, SIGKILL its group."""
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=grace)
+        with contextlib.suppress(OSError):
+            self.proc.stdin.close()
+        processes.stop([self.proc], grace=5.0)
+
+
+def _outcome(child, command: str | None = None) -> dict:
+    try:
+        if command:
+            child.send(command)
+        return child.read_result()
+    except ChildFailed as failure:
+        return {"error": str(failure)}
+
+
+def interleave(payloads: dict[str, dict], rounds: int, start=Child, report=print) -> dict[str, dict]:
+    """Start a child per configuration, one at a time (each trains its untimed epoch before the next starts),
+    then ``rounds`` rounds in which each trains one timed epoch in turn. ``start(payload)`` gives an object
+    with ``send(command)``, ``read_result()`` (raising :class:`ChildFailed`) and ``close(grace=0)``. A
+    configuration that fails keeps its message and sits out later rounds. Every child is closed, however
+    this ends (an exception, Ctrl-C)."""
+    children, found = {}, {}
+    with contextlib.ExitStack() as stack:
+        for name, payload in payloads.items():
+            child = children[name] = start(payload)
+            stack.callback(child.close)
+            warm = found[name] = dict(_outcome(child))  # a record of its own, to add the timed epochs to
+            if "error" not in warm:
+                warm["images_per_s"] = []
+            report(f"  {name}: " + (f"fails: {warm['error'][:100]}" if "error" in warm else
+                                    f"ready (untimed epoch {warm['warmup_images_per_s']:,.0f} images/s)"))
+        for i in range(rounds):
+            for name, child in children.items():
+                record = found[name]
+                if "error" in record:
+                    continue
+                got = _outcome(child, "epoch")
+                if "error" in got:
+                    record["images_per_s_before_failure"] = record.pop("images_per_s")
+                    record["error"] = got["error"]
+                    report(f"  {name}: fails in round {i + 1}: {got['error'][:100]}")
+                else:
+                    record["images_per_s"].append(got["images_per_s"])
+            rates = [f"{r['images_per_s'][-1]:,.0f}" if "error" not in r else "-" for r in found.values()]
+            report(f"  round {i + 1}/{rounds}, images/s in the order above: {' '.join(rates)}")
+        for name, child in children.items():
+            if "error" not in found[name]:
+                with contextlib.suppress(ChildFailed):
+                    child.send("quit")
+        for child in children.values():
+            child.close(grace=10)
+    return found
+
+
 def summarize(results: list[dict], measured: dict) -> tuple[list[str], dict]:
     """The table (one row per configuration) and the headline figures, each rate as a fraction of the peak."""
-    from course_utils import peak  # noqa: PLC0415
-
     fp32_peak = peak.fp32_peak(measured["peak_flops"])
     flops = measured["training_flops"]
     ran = [r for r in results if "images_per_s" in r]
     for r in ran:
         r["median"] = statistics.median(r["images_per_s"])
+        r["range"] = [min(r["images_per_s"]), max(r["images_per_s"])]
         r["fraction_of_fp32_peak"] = r["median"] * flops / fp32_peak
     naive = ran[0]["median"] if ran and results[0] is ran[0] else None
     rows = [f"{'configuration':<34} {'images/s: median (range)':>26} {'vs naive':>9} {'of fp32 peak':>13}"]
@@ -230,9 +401,12 @@ def main(argv=None) -> int:
     parser.add_argument("--steps-per-execution", type=ints, default=[1, 8])
     parser.add_argument("--xla", type=lambda t: [v == "on" for v in t.split(",")], default=[False],
                         help="off,on")
-    parser.add_argument("--precision", type=words, default=["float32", "mixed_bfloat16"])
+    parser.add_argument("--precision", type=words, help="float32, mixed_bfloat16, mixed_float16, auto (this "
+                        "machine's mixed policy, left out where none); default float32,auto. Without --grid: "
+                        "the first mixed one is the preset's")
     parser.add_argument("--steps", type=int, default=20, help="training steps per timed epoch")
-    parser.add_argument("--repeats", type=int, default=5, help="timed epochs per configuration (after one untimed)")
+    parser.add_argument("--repeats", type=int, default=5,
+                        help="rounds: timed epochs per configuration, interleaved (after one untimed)")
     parser.add_argument("--limit", type=int, default=20_000, help="training examples")
     parser.add_argument("--accuracy-epochs", type=int, default=2,
                         help="epochs of --limit images for the test-accuracy check of the best float32 and the best "
@@ -240,33 +414,35 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "training_throughput"))
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.repeats < 1:
+        parser.error("--repeats must be at least 1")
     if args.child:
         payload = json.loads(args.child)
-        if payload.get("peak"):
-            found = measure_peak()
-        elif "epochs" in payload:
-            found = accuracy(Config(**payload["config"]), payload["epochs"], payload["limit"])
-        else:
-            found = run_config(Config(**payload["config"]), payload["steps"], payload["repeats"], payload["limit"])
+        if "steps" in payload:
+            serve(Config(**payload["config"]), payload["steps"], payload["repeats"], payload["limit"])
+            return 0
+        found = (measure_peak() if payload.get("peak") else
+                 accuracy(Config(**payload["config"]), payload["epochs"], payload["limit"]))
         print(RESULT + json.dumps(found), flush=True)
         return 0
-    from course_utils.devices import quiet_tensorflow  # noqa: PLC0415
-
-    quiet_tensorflow()  # the version lookup at the end imports TensorFlow: without its start-up lines
     started = time.perf_counter()
-    configs = grid(args) if args.grid else preset()
     measured = _child({"peak": True})
+    software = measured.pop("software")
+    policy, why = software["precision_policy"]
+    args.precision = precisions(args.precision, policy)
+    mixed = next((name for name in args.precision if name != "float32"), None)
+    left_out = None if mixed else f"mixed precision left out: {why}"
+    print(f"precision policy here: {policy} ({why}); running {', '.join(args.precision)}")
+    configs = grid(args) if args.grid else preset(mixed)
     peaks = measured["peak_flops"].items()
     print("peak, 2048x2048 matmul: " + ", ".join(f"{k} {v / 1e9:.0f} GFLOP/s" for k, v in peaks))
     print(f"the CNN: {measured['training_flops'] / 1e6:.1f} MFLOP per training image (forward x 3); TensorFlow's "
           f"profiler counts the forward pass as {(measured['profiled_forward_flops'] or 0) / 1e6:.1f} MFLOP")
-    results = []
-    for config in configs:
-        results.append(_child({"config": asdict(config), "steps": args.steps, "repeats": args.repeats,
-                               "limit": args.limit}))
-        r = results[-1]
-        print(f"  {config.label()}: " + (f"fails: {r['error'][:100]}" if "error" in r else
-                                         f"{statistics.median(r['images_per_s']):,.0f} images/s"), flush=True)
+    timed = interleave({c.label(): {"config": asdict(c), "steps": args.steps, "repeats": args.repeats,
+                                    "limit": args.limit} for c in configs}, args.repeats,
+                       report=lambda line: print(line, flush=True))
+    results = [{"config": asdict(c), "global_batch": c.replicas * c.batch,
+                "learning_rate": learning_rate(c.replicas * c.batch), **timed[c.label()]} for c in configs]
     rows, headline = summarize(results, measured)
     print("\n".join(rows))
     accuracies = []
@@ -289,12 +465,10 @@ def main(argv=None) -> int:
           f"float32 and {headline.get('best_over_naive', float('nan')):.2f}x the naive run")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    import tensorflow as tf  # noqa: PLC0415  (only for its version)
-
     out.with_suffix(".json").write_text(json.dumps({
-        "date": datetime.date.today().isoformat(), "machine": platform.processor() or platform.machine(),
-        "cpus": os.cpu_count(), "python": platform.python_version(), "tensorflow": tf.__version__,
-        **measured, "steps": args.steps, "repeats": args.repeats, "headline": headline,
+        "date": datetime.date.today().isoformat(), **machine(software), **measured, "steps": args.steps,
+        "repeats": args.repeats, "interleaved": True, "precisions": args.precision,
+        "mixed_precision_left_out": left_out, "headline": headline,
         "accuracy": accuracies, "results": results,
         "seconds": round(time.perf_counter() - started)}, indent=1) + "\n")
     plot(results, out.with_suffix(".png"), fp32_peak_images)

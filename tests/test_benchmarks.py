@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import importlib.util
+import json
+import os
+import platform
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -16,7 +19,7 @@ spec.loader.exec_module(bench)
 
 
 def test_preset_starts_from_the_seeds_naive_run_and_adds_one_cure_at_a_time():
-    configs = bench.preset()
+    configs = bench.preset("mixed_bfloat16")
     assert configs[0] == bench.Config(replicas=2, batch=64, input="naive", steps_per_execution=1, xla=False,
                                       precision="float32")
     two = [c for c in configs if c.replicas == 2]
@@ -71,3 +74,188 @@ def test_failure_reasons_in_tensorflows_other_formats():
     assert bench._reason("ValueError: batch must be positive\n") == "batch must be positive"
     assert bench._reason("Killed\n") is None
     assert bench._reason(several) == "2 root error(s) found."
+
+
+def test_preset_leaves_mixed_precision_out_where_the_policy_is_none_and_uses_the_policy_it_is_given():
+    with_bf16, without = bench.preset("mixed_bfloat16"), bench.preset(None)
+    assert {c.precision for c in without} == {"float32"}
+    assert without == [c for c in with_bf16 if c.precision == "float32"] and len(without) == len(with_bf16) - 2
+    fp16 = bench.preset("mixed_float16")
+    assert [c.precision for c in fp16 if c.precision != "float32"] == ["mixed_float16"] * 2
+
+
+def test_precisions_auto_stands_for_the_policy_and_names_given_are_kept():
+    assert bench.precisions(None, None) == ["float32"]
+    assert bench.precisions(None, "mixed_bfloat16") == ["float32", "mixed_bfloat16"]
+    assert bench.precisions(["float32", "mixed_float16"], None) == ["float32", "mixed_float16"]
+    assert bench.precisions(["auto", "float32", "mixed_bfloat16"], "mixed_bfloat16") == ["mixed_bfloat16", "float32"]
+
+
+def test_learning_rate_scales_with_the_global_batch_from_1e_3_at_128():
+    assert bench.learning_rate(128) == pytest.approx(1e-3)
+    assert bench.learning_rate(512) == pytest.approx(4e-3) and bench.learning_rate(64) == pytest.approx(5e-4)
+    with pytest.raises(ValueError, match="global_batch"):
+        bench.learning_rate(0)
+
+
+def test_machine_records_the_cpu_model_its_relevant_flags_and_the_software(tmp_path):
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nmodel name\t: Fake Xeon 9000 @ 2.0GHz\n"
+                       "flags\t\t: fpu sse2 fma avx2 avx512f amx_tile avx512_bf16 hypervisor\n\n"
+                       "processor\t: 1\nmodel name\t: Fake Xeon 9000 @ 2.0GHz\nflags\t\t: fpu\n")
+    software = {"tensorflow": "2.99.0", "keras": "3.99.0", "precision_policy": ["mixed_bfloat16", "it has bf16"]}
+    found = bench.machine(software, cpuinfo=str(cpuinfo))
+    assert found["cpu_model"] == "Fake Xeon 9000 @ 2.0GHz"
+    assert found["cpu_flags"] == ["avx2", "avx512f", "avx512_bf16", "amx_tile", "fma"]  # CPU_FLAGS order
+    assert (found["cpus"], found["python"]) == (os.cpu_count(), platform.python_version())
+    assert (found["tensorflow"], found["keras"]) == ("2.99.0", "3.99.0")
+    assert (found["precision_policy"], found["precision_policy_reason"]) == ("mixed_bfloat16", "it has bf16")
+    assert "machine" in found  # the field earlier results have
+    missing = bench.machine(software, cpuinfo=str(tmp_path / "absent"))
+    assert missing["cpu_flags"] == [] and missing["cpu_model"] == (platform.processor() or platform.machine())
+
+
+class FakeChild:
+    """Stands for a configuration's process: scripted results, every call logged in one shared list."""
+
+    def __init__(self, payload, script, log, busy):
+        self.name, self.log, self.busy = payload["config"], log, busy
+        self.results = iter(script[self.name])
+        self.log.append(("start", self.name))
+        self.busy.add(self.name)  # training its untimed epoch until its first result is read
+
+    def send(self, command):
+        self.log.append((command, self.name))
+        if command == "epoch":
+            assert not self.busy, f"{self.name} told to train while {self.busy} still is"
+            self.busy.add(self.name)
+
+    def read_result(self):
+        self.busy.discard(self.name)
+        got = next(self.results)
+        if isinstance(got, BaseException):
+            raise got
+        return got
+
+    def close(self, grace=0.0):
+        self.log.append(("close", self.name))
+
+
+def _fakes(script):
+    log, busy = [], set()
+    return log, (lambda payload: FakeChild(payload, script, log, busy))
+
+
+def test_interleave_runs_warm_ups_one_at_a_time_then_one_epoch_per_configuration_per_round():
+    warm = {"steps": 20, "warmup_images_per_s": 10.0}
+    script = {"A": [warm, {"images_per_s": 1.0}, {"images_per_s": 2.0}, {"images_per_s": 3.0}],
+              "B": [bench.ChildFailed("XLA cannot run here")],
+              "C": [warm, {"images_per_s": 5.0}, bench.ChildFailed("killed")]}
+    log, start = _fakes(script)
+    lines = []
+    found = bench.interleave({name: {"config": name} for name in "ABC"}, 3, start=start, report=lines.append)
+    sent = [entry for entry in log if entry[0] in ("start", "epoch", "quit")]
+    assert sent == [("start", "A"), ("start", "B"), ("start", "C"),
+                    ("epoch", "A"), ("epoch", "C"), ("epoch", "A"), ("epoch", "C"), ("epoch", "A"), ("quit", "A")]
+    assert {name for kind, name in log if kind == "close"} == {"A", "B", "C"}
+    assert log.index(("quit", "A")) < log.index(("close", "A"))
+    assert found["A"] == {**warm, "images_per_s": [1.0, 2.0, 3.0]}
+    assert found["B"] == {"error": "XLA cannot run here"}
+    assert found["C"]["error"] == "killed" and found["C"]["images_per_s_before_failure"] == [5.0]
+    assert "images_per_s" not in found["C"] and "images_per_s" not in found["B"]
+    assert any("fails in round 2: killed" in line for line in lines) and len(lines) == 3 + 1 + 3
+
+
+def test_interleave_closes_every_child_on_an_interrupt():
+    warm = {"steps": 20, "warmup_images_per_s": 10.0}
+    log, start = _fakes({"A": [warm, {"images_per_s": 1.0}], "B": [warm, KeyboardInterrupt()], "C": [warm]})
+    with pytest.raises(KeyboardInterrupt):
+        bench.interleave({name: {"config": name} for name in "ABC"}, 2, start=start, report=lambda line: None)
+    assert {name for kind, name in log if kind == "close"} == {"A", "B", "C"}
+    assert not any(kind == "quit" for kind, _ in log)
+
+
+# A stand-in for ``serve`` (no TensorFlow): it reports an untimed epoch, then one "epoch" per command.
+SERVE = r"""
+import json, sys
+payload = json.loads(sys.argv[1])
+if payload.get("fail"):
+    sys.exit("ValueError: cannot build this configuration here")
+print("some log line", flush=True)
+print("RESULT " + json.dumps({"steps": 1, "warmup_images_per_s": 1.0}), flush=True)
+n = 0
+for line in sys.stdin:
+    if line.strip() != "epoch":
+        break
+    n += 1
+    with open(payload["log"], "a") as log:
+        log.write(f"{payload['name']} {n}\n")
+    print("RESULT " + json.dumps({"images_per_s": 100.0 * n + len(payload["name"])}), flush=True)
+"""
+
+
+def test_interleave_with_real_processes_takes_turns_and_leaves_none_running(tmp_path):
+    from course_utils import processes
+
+    log, started = tmp_path / "epochs.log", []
+
+    def start(payload):
+        started.append(bench.Child(payload, argv=[sys.executable, "-c", SERVE], timeout=60))
+        return started[-1]
+
+    payloads = {name: {"name": name, "log": str(log), "fail": name == "bad"} for name in ("a", "bad", "ccc")}
+    found = bench.interleave(payloads, 2, start=start, report=lambda line: None)
+    assert log.read_text().split("\n") == ["a 1", "ccc 1", "a 2", "ccc 2", ""]
+    assert found["a"]["images_per_s"] == [101.0, 201.0] and found["ccc"]["images_per_s"] == [103.0, 203.0]
+    assert found["bad"] == {"error": "cannot build this configuration here"}
+    assert [child.proc.returncode for child in started] == [0, 1, 0]  # "quit" ended the two that ran
+    assert not {child.proc.pid for child in started} & set(processes.LIVE)
+
+
+def test_a_child_is_stopped_while_it_waits_and_when_it_falls_silent(tmp_path):
+    waiting = bench.Child({"name": "w", "log": str(tmp_path / "log")}, argv=[sys.executable, "-c", SERVE])
+    assert waiting.read_result() == {"steps": 1, "warmup_images_per_s": 1.0}
+    waiting.close()
+    assert waiting.proc.returncode is not None and waiting.proc.returncode != 0  # terminated, not finished
+    silent = bench.Child({}, argv=[sys.executable, "-c", "import time; time.sleep(60)"], timeout=0.5)
+    with pytest.raises(bench.ChildFailed, match="no result in"):
+        silent.read_result()
+    assert silent.proc.returncode is not None
+
+
+@pytest.mark.parametrize("policy, precision, mixed", [(None, None, None), ("mixed_bfloat16", None, "mixed_bfloat16"),
+                                                      (None, "float32,mixed_float16", "mixed_float16")])
+def test_main_uses_the_policy_scales_the_learning_rate_and_records_the_machine(
+        monkeypatch, tmp_path, policy, precision, mixed):
+    why = "the reason for the policy"
+    monkeypatch.setattr(bench, "_child", lambda payload: {
+        "peak_flops": {"tensorflow_float32": 100e9, "numpy_float32": 90e9}, "training_flops": 80e6,
+        "profiled_forward_flops": None,
+        "software": {"tensorflow": "2.99", "keras": "3.99", "precision_policy": [policy, why]}})
+    asked = {}
+
+    def fake_interleave(payloads, rounds, start=None, report=print):
+        asked.update(payloads, rounds=rounds)
+        return {name: {"steps": 20, "warmup_images_per_s": 1.0, "images_per_s": [1000.0 + i, 990.0, 1010.0]}
+                for i, name in enumerate(payloads)}
+
+    monkeypatch.setattr(bench, "interleave", fake_interleave)
+    monkeypatch.setattr(bench, "plot", lambda *args: None)
+    out = tmp_path / "tt"
+    argv = ["--repeats", "3", "--accuracy-epochs", "0", "--out", str(out)] + (["--precision", precision] if precision
+                                                                               else [])
+    assert bench.main(argv) == 0
+    record = json.loads(out.with_suffix(".json").read_text())
+    used = {r["config"]["precision"] for r in record["results"]}
+    assert used == ({"float32", mixed} if mixed else {"float32"}) and asked["rounds"] == 3
+    assert len(record["results"]) == (9 if mixed else 7)
+    assert (record["mixed_precision_left_out"] is None) == bool(mixed)
+    if not mixed:
+        assert why in record["mixed_precision_left_out"]
+    for r in record["results"]:
+        batch = r["config"]["replicas"] * r["config"]["batch"]
+        assert r["learning_rate"] == pytest.approx(1e-3 * batch / 128) and r["global_batch"] == batch
+        assert r["median"] == sorted(r["images_per_s"])[1] and r["range"] == [990.0, max(r["images_per_s"])]
+    assert (record["tensorflow"], record["keras"], record["precision_policy"]) == ("2.99", "3.99", policy)
+    assert record["precision_policy_reason"] == why and isinstance(record["cpu_flags"], list)
+    assert record["cpu_model"] and record["cpus"] == os.cpu_count() and record["interleaved"] is True
