@@ -165,3 +165,26 @@ def plot_system(monitor, rates: Mapping[str, float] | None = None, title: str | 
         fig.suptitle(title)
     fig.tight_layout()
     return fig
+
+
+def plot_stacked(bars: Mapping[str, Mapping[str, float]], xlabel: str, title: str | None = None):
+    """Horizontal bars, one per key of ``bars``, each made of its ``{segment: value}`` side by side
+    (the same segment, the same colour, in every bar); e.g. a step's op time by owner, per strategy."""
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    if not bars:
+        raise ValueError("plot_stacked needs at least one bar")
+    segments = list(dict.fromkeys(s for parts in bars.values() for s in parts))
+    fig, ax = plt.subplots(figsize=(8, 0.9 + 0.6 * len(bars)))
+    left = [0.0] * len(bars)
+    for segment in segments:
+        widths = [parts.get(segment, 0.0) for parts in bars.values()]
+        ax.barh(list(bars), widths, left=left, label=segment)
+        left = [a + b for a, b in zip(left, widths)]
+    ax.invert_yaxis()
+    ax.set_xlabel(xlabel)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
+    if title:
+        ax.set_title(title)
+    fig.tight_layout()
+    return fig

@@ -60,3 +60,15 @@ def test_measured_vs_predicted_draws_medians_whiskers_and_dashed_predictions():
         plots.plot_measured_vs_predicted([1], {"a": [[1.0]]}, {"b": [1.0]}, xlabel="x", ylabel="y")
     with pytest.raises(ValueError, match="one point per x"):
         plots.plot_measured_vs_predicted([1, 2], {"a": [[1.0]]}, {"a": [1.0]}, xlabel="x", ylabel="y")
+
+
+def test_stacked_bars_put_each_segment_after_the_ones_before_in_every_bar():
+    fig = plots.plot_stacked({"one": {"a": 2.0, "b": 1.0}, "two": {"b": 3.0, "c": 0.5}}, xlabel="ms per step")
+    ax = fig.axes[0]
+    spans = sorted((round(p.get_y(), 3), p.get_x(), p.get_width()) for p in ax.patches if p.get_width() > 0)
+    one_y, two_y = sorted({y for y, _, _ in spans})
+    assert [(x, w) for y, x, w in spans if y == one_y] == [(0.0, 2.0), (2.0, 1.0)]
+    assert [(x, w) for y, x, w in spans if y == two_y] == [(0.0, 3.0), (3.0, 0.5)]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["a", "b", "c"]
+    with pytest.raises(ValueError, match="at least one bar"):
+        plots.plot_stacked({}, xlabel="x")

@@ -30,6 +30,9 @@ SMOKE = {
     "OUTAGE_S": 3.0,
     "TRAIN_IMAGES": 1024,
     "SWEEP_IMAGES": 256,
+    "SEED_EPOCHS": 2,  # notebook 04: the first epoch (tracing) and one more
+    "RUN_ROUNDS": 1,
+    "PROFILE_STEPS": 3,
     # notebook 05b: a 100 Mbit/s link costs ~0.9 s per update whatever the batch; 1 Gbit/s proves the same code
     "RATES": ["1gbit", None],
     "SLOW": "1gbit",

@@ -1,0 +1,181 @@
+"""Whole training runs timed side by side, one difference at a time, and the chart that adds them up.
+
+A *chain* is a list of run configurations where each one changes one thing from the one before (drop the
+validation, add a callback, switch strategy). :func:`interleaved_runs` times every configuration as a whole
+run, in turn, ``rounds`` times; :func:`chain_steps` gives what each change cost: the difference of the two
+configurations' fastest runs (slow spells of a shared machine only ever add time, so the fastest of the
+repeats is the least disturbed; these differences add up exactly along the chain), the range of its paired
+differences (same round, one run after the other), and a verdict by the course's rule (the two
+configurations' ranges of whole-run times must separate); :func:`plot_waterfall` draws it from the first
+configuration's time to the last's.
+
+A run function returns a :class:`Run` when it times itself (its timer starting where the code it
+reproduces started one), or else the seconds of each epoch it trained (or ``None``) and the whole call is
+timed here; the epochs split a run into set-up (whatever came before the first epoch), first epoch and
+the rest. As in ``timeit``, the garbage collector is off during each run: a run that builds a model
+leaves large cycles behind (its traced functions), and collecting them in the middle of the next run
+would charge it for the previous one; they are collected between runs, outside the timers.
+"""
+
+from __future__ import annotations
+
+import gc
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from statistics import median
+
+
+@dataclass(frozen=True)
+class Run:
+    """One whole timed run: its wall time and, when the run function reported them, its epochs' times."""
+
+    seconds: float
+    epochs: tuple[float, ...] = ()
+
+    @property
+    def setup(self) -> float:
+        """Seconds before the first epoch (model building, compiling) and after the last, when epochs are known."""
+        return self.seconds - sum(self.epochs)
+
+    @property
+    def first_epoch_extra(self) -> float:
+        """How much longer the first epoch took than the median of the others (tracing, first-call set-up)."""
+        if len(self.epochs) < 2:
+            raise ValueError("the first epoch's extra time needs at least 2 epochs")
+        return self.epochs[0] - median(self.epochs[1:])
+
+
+@dataclass(frozen=True)
+class Step:
+    """What changing ``before`` into ``name`` cost, in seconds per whole run (negative: it saved time):
+    ``fastest``, the difference of their fastest runs, and ``differences``, round by round."""
+
+    name: str
+    before: str
+    fastest: float
+    differences: tuple[float, ...]
+    verdict: str = field(compare=False)
+
+    @property
+    def median(self) -> float:
+        return median(self.differences)
+
+
+def interleaved_runs(variants: Mapping[str, Callable[[], Run | Sequence[float] | None]],
+                     rounds: int, shuffle: int | None = None) -> dict[str, list[Run]]:
+    """Run ``{name: run_whole}`` in turn, ``rounds`` times; a call that returns no :class:`Run` is timed whole.
+
+    ``shuffle``: a seed; each round then runs the variants in an order of its own, so that a cost that
+    comes from what ran just before (the first run of a kind after runs of another) does not always land
+    on the same variant. Round ``i`` of every variant is still paired with round ``i`` of the others.
+    """
+    if rounds < 1:
+        raise ValueError(f"need rounds >= 1, got {rounds}")
+    runs: dict[str, list[Run]] = {name: [] for name in variants}
+    orders = random.Random(shuffle)
+    for _ in range(rounds):
+        names = list(variants)
+        if shuffle is not None:
+            orders.shuffle(names)
+        for name in names:
+            run_whole = variants[name]
+            gc.disable()
+            try:
+                start = time.perf_counter()
+                result = run_whole()
+            finally:
+                gc.enable()
+            runs[name].append(result if isinstance(result, Run) else
+                              Run(time.perf_counter() - start, tuple(result or ())))
+    return runs
+
+
+def seconds(runs: Sequence[Run]) -> list[float]:
+    return [r.seconds for r in runs]
+
+
+def fastest(runs: Sequence[Run]) -> Run:
+    """The run least touched by the machine's slow spells."""
+    return min(runs, key=lambda r: r.seconds)
+
+
+def compare(runs: Mapping[str, Sequence[Run]], name: str, before: str) -> str:
+    """The course's rule on whole-run times: longer or shorter only when the ranges separate."""
+    ours, theirs = seconds(runs[name]), seconds(runs[before])
+    if len(ours) < 2 or len(theirs) < 2:
+        return f"no verdict from {min(len(ours), len(theirs))} run(s) each (the rule needs 2 repeats)"
+    ranges = f"{min(ours):.2f}-{max(ours):.2f} s vs {min(theirs):.2f}-{max(theirs):.2f} s"
+    if min(ours) > max(theirs):
+        return f"costs time: the ranges separate ({ranges})"
+    if max(ours) < min(theirs):
+        return f"saves time: the ranges separate ({ranges})"
+    return f"within noise: the ranges overlap ({ranges})"
+
+
+def chain_steps(runs: Mapping[str, Sequence[Run]], chain: Sequence[str]) -> list[Step]:
+    """Each change along ``chain``: paired differences of whole-run times, round by round, and the verdict."""
+    if missing := [name for name in chain if name not in runs]:
+        raise KeyError(f"no runs for {missing}: time them with interleaved_runs first")
+    steps = []
+    for before, name in zip(chain, chain[1:]):
+        if len(runs[name]) != len(runs[before]):
+            raise ValueError(f"{name!r} and {before!r} have different numbers of rounds: not paired")
+        diffs = tuple(b.seconds - a.seconds for a, b in zip(runs[before], runs[name]))
+        gap = fastest(runs[name]).seconds - fastest(runs[before]).seconds
+        steps.append(Step(name, before, gap, diffs, compare(runs, name, before)))
+    return steps
+
+
+def step_table(steps: Sequence[Step]) -> str:
+    width = max(len(s.name) for s in steps)
+    rule = "verdict (the rule: ranges of whole runs separate)"
+    lines = [f"{'change':<{width}}  {'fastest':>8}  {'paired, range':>15}  {rule}"]
+    for s in steps:
+        spread = f"{min(s.differences):+.2f} to {max(s.differences):+.2f}"
+        lines.append(f"{s.name:<{width}}  {s.fastest:+7.2f}s  {spread:>15}  {s.verdict}")
+    return "\n".join(lines)
+
+
+def plot_waterfall(start: tuple[str, float], parts: Sequence[tuple[str, float, float, float]],
+                   end: tuple[str, float], title: str | None = None, unit: str = "s"):
+    """Bars from ``start`` (label, value) through each part (label, median, low, high) to ``end``.
+
+    Each part floats where the running total has reached; its whisker is the range of its differences.
+    Whatever the parts do not add up to is drawn as the last part, "remainder", in grey.
+    """
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    labels, bottoms, heights, colors, errors = [start[0]], [0.0], [start[1]], ["tab:blue"], [(0.0, 0.0)]
+    total = start[1]
+    for label, value, low, high in parts:
+        labels.append(label)
+        bottoms.append(total if value >= 0 else total + value)
+        heights.append(abs(value))
+        colors.append("tab:red" if value >= 0 else "tab:green")
+        errors.append((value - low, high - value))
+        total += value
+    remainder = end[1] - total
+    labels.append("remainder")
+    bottoms.append(total if remainder >= 0 else total + remainder)
+    heights.append(abs(remainder))
+    colors.append("tab:gray")
+    errors.append((0.0, 0.0))
+    labels.append(end[0])
+    bottoms.append(0.0)
+    heights.append(end[1])
+    colors.append("tab:blue")
+    errors.append((0.0, 0.0))
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.75 * len(labels)), 4.0))
+    x = range(len(labels))
+    ax.bar(x, heights, bottom=bottoms, color=colors)
+    tops = [b + h for b, h in zip(bottoms, heights)]
+    centers = [t if c == "tab:red" else b for t, b, c in zip(tops, bottoms, colors)]
+    ax.errorbar(x, centers, yerr=list(zip(*errors)), fmt="none", ecolor="black", capsize=3)
+    ax.set_xticks(list(x), labels, rotation=30, ha="right")
+    ax.set_ylabel(unit)
+    if title:
+        ax.set_title(title)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,99 @@
+import itertools
+
+import pytest
+
+from course_utils import waterfall
+from course_utils.waterfall import Run
+
+
+def test_runs_are_interleaved_and_timed_whole_with_their_epochs(monkeypatch):
+    clock = itertools.count()
+    monkeypatch.setattr(waterfall.time, "perf_counter", lambda: float(next(clock)))
+    order = []
+
+    def variant(name, epochs):
+        def run():
+            order.append(name)
+            next(clock)  # the run takes one more tick than its start and stop readings
+            return epochs
+        return run
+
+    timed_itself = Run(7.0, (3.0, 3.0))
+    runs = waterfall.interleaved_runs({"a": variant("a", [0.5, 0.25]), "b": variant("b", None),
+                                       "c": lambda: timed_itself}, rounds=2)
+    assert order == ["a", "b", "a", "b"]
+    assert runs["c"] == [timed_itself, timed_itself]  # its own timer, as the code it reproduces timed it
+    assert [r.seconds for r in runs["a"]] == [2.0, 2.0]
+    assert runs["a"][0].epochs == (0.5, 0.25) and runs["b"][0].epochs == ()
+    assert runs["a"][0].setup == pytest.approx(1.25)
+    with pytest.raises(ValueError, match="rounds >= 1"):
+        waterfall.interleaved_runs({}, rounds=0)
+
+
+def test_the_garbage_collector_is_off_during_each_run_and_back_on_after_a_failing_one():
+    import gc
+
+    seen = []
+    runs = waterfall.interleaved_runs({"a": lambda: seen.append(gc.isenabled())}, rounds=2)
+    assert seen == [False, False] and gc.isenabled() and len(runs["a"]) == 2
+
+    def fails():
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        waterfall.interleaved_runs({"b": fails}, rounds=1)
+    assert gc.isenabled()
+
+
+def test_shuffled_rounds_each_run_every_variant_once_in_orders_of_their_own():
+    order = []
+    variants = {name: (lambda name=name: order.append(name)) for name in "abcdef"}
+    runs = waterfall.interleaved_runs(variants, rounds=4, shuffle=0)
+    rounds = [order[i:i + 6] for i in range(0, 24, 6)]
+    assert all(sorted(r) == list("abcdef") for r in rounds)
+    assert len({tuple(r) for r in rounds}) > 1  # not the same order every round
+    assert all(len(v) == 4 for v in runs.values())
+    order.clear()
+    waterfall.interleaved_runs(variants, rounds=4, shuffle=0)
+    assert [order[i:i + 6] for i in range(0, 24, 6)] == rounds  # the seed decides: the same orders again
+
+
+def test_first_epoch_extra_is_measured_against_the_median_of_the_others():
+    assert Run(10.0, (4.0, 1.0, 2.0, 1.5)).first_epoch_extra == pytest.approx(2.5)
+    with pytest.raises(ValueError, match="at least 2 epochs"):
+        _ = Run(1.0, (1.0,)).first_epoch_extra
+
+
+def test_chain_steps_pair_the_rounds_and_give_the_rule_s_verdict():
+    runs = {"base": [Run(10.0), Run(20.0), Run(11.0)],  # a slow spell in round 2 lands on every variant
+            "slower": [Run(12.0), Run(22.5), Run(13.0)],
+            "same": [Run(12.5), Run(21.0), Run(13.5)]}
+    first, second = waterfall.chain_steps(runs, ["base", "slower", "same"])
+    assert first.differences == (2.0, 2.5, 2.0) and first.median == 2.0 and first.fastest == 2.0
+    assert waterfall.fastest(runs["same"]) == Run(12.5)
+    assert "within noise" in first.verdict  # paired differences are clear, but the ranges overlap: no claim
+    assert second.before == "slower" and second.median == pytest.approx(0.5)
+    assert first.fastest + second.fastest == pytest.approx(12.5 - 10.0)  # fastest differences add up
+    apart = {"base": [Run(1.0), Run(1.2)], "cost": [Run(2.0), Run(2.1)], "cure": [Run(0.5), Run(0.6)]}
+    cost, cure = waterfall.chain_steps(apart, ["base", "cost", "cure"])
+    assert cost.verdict.startswith("costs time") and cure.verdict.startswith("saves time")
+    assert "no verdict" in waterfall.compare({"a": [Run(1.0)], "b": [Run(2.0)]}, "b", "a")
+    with pytest.raises(KeyError, match="no runs for"):
+        waterfall.chain_steps(runs, ["base", "missing"])
+    with pytest.raises(ValueError, match="not paired"):
+        waterfall.chain_steps({"a": [Run(1.0)], "b": [Run(1.0), Run(2.0)]}, ["a", "b"])
+    table = waterfall.step_table([first, second])
+    assert "+2.00s" in table and "+2.00 to +2.50" in table and "fastest" in table
+
+
+def test_the_waterfall_draws_each_part_from_the_running_total_and_the_remainder():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    fig = waterfall.plot_waterfall(("one device", 10.0), [("cost", 3.0, 2.0, 4.0), ("saving", -1.0, -2.0, 0.0)],
+                                   ("Mirrored", 13.0))
+    bars = fig.axes[0].patches
+    spans = [(round(b.get_y(), 6), round(b.get_y() + b.get_height(), 6)) for b in bars]
+    assert spans == [(0.0, 10.0), (10.0, 13.0), (12.0, 13.0), (12.0, 13.0), (0.0, 13.0)]
+    labels = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    assert labels == ["one device", "cost", "saving", "remainder", "Mirrored"]
