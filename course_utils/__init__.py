@@ -19,8 +19,10 @@ Every notebook
 - :mod:`course_utils.compare`     -- gradients and weights of two runs: scale, angle, max difference.
 
 04 single vs multi device
-- :mod:`course_utils.peak`    -- this machine's matmul peak FLOP/s, a model's FLOPs per image, the precision policy.
-- :mod:`course_utils.monitor` -- per-core CPU and GPU utilisation sampled in a background thread.
+- :mod:`course_utils.peak`       -- this machine's matmul peak FLOP/s, a model's FLOPs per image, the precision policy.
+- :mod:`course_utils.monitor`    -- per-core CPU and GPU utilisation sampled in a background thread.
+- :mod:`course_utils.waterfall`  -- whole runs side by side, what each one-at-a-time change cost, the chart.
+- :mod:`course_utils.op_profile` -- a TensorFlow profiler trace read back: step times, op time by owner.
 
 05 multi-worker and 05b network links
 - :mod:`course_utils.tf_config`      -- build ``TF_CONFIG`` on free local ports, and check any you are given.

@@ -36,6 +36,7 @@ SMOKE = {
     # notebook 05b: a 100 Mbit/s link costs ~0.9 s per update whatever the batch; 1 Gbit/s proves the same code
     "RATES": ["1gbit", None],
     "SLOW": "1gbit",
+    "ACCURACY_RUNS": 2,  # notebook 05b: the baseline and one cure prove the accuracy code; each run is a launch
 }
 
 
