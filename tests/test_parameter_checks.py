@@ -102,3 +102,10 @@ def test_divisible_offers_the_nearest_multiples():
     parameters.batches_split("T", 97 + 3, 96, 3, "R")  # a last batch of 4: every replica gets one or two
     with pytest.raises(parameters.ParameterError, match="the last batch would be 1 example"):
         parameters.batches_split("T", 97, 96, 3, "R")
+
+
+def test_the_smoke_setting_never_asks_for_more_than_a_notebooks_own_default():
+    assert smoke_parameters(ROOT / "notebooks/02_mirrored_strategy_fit.ipynb")["EPOCHS"] == 4  # its schedule's drop
+    assert smoke_parameters(ROOT / "notebooks/08_slurm.ipynb")["EPOCHS"] == 2  # its own default
+    assert smoke_parameters(ROOT / "notebooks/05_multi_worker.ipynb")["EPOCHS"] == 3
+    assert smoke_parameters(ROOT / "notebooks/04_single_vs_multi_device.ipynb")["LIMIT"] == 512  # smaller: smoke's

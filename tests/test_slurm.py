@@ -333,6 +333,8 @@ def test_an_interrupt_while_sbatch_hands_the_job_over_cancels_it_too(cluster, tm
 
 @needs_slurm
 @pytest.mark.notebook  # two TensorFlow workers, one per node, train a few steps
+@pytest.mark.smoke_run  # tasks.py test leaves it out for time: nbval's run of notebook 08 submits the same
+# two-node job of notebook 05's worker and compares its tasks' order and addresses with the committed output
 def test_two_nodes_in_namespaces_run_notebook_05s_worker_in_slurms_order(tmp_path, notebook_data_env):
     """Nodes c9 and c10 (Slurm's order; sorted as strings, c10 would come first), each slurmd in network and
     UTS namespaces of its own: the batch script places task 0 on c9 with c9's address, and both train. (The
