@@ -6,6 +6,8 @@ import os
 import re
 from pathlib import Path
 
+import numpy as np
+
 
 class CheckpointError(RuntimeError):
     """A checkpoint is missing, unreadable, or does not fit the model."""
@@ -68,3 +70,22 @@ def latest_tf_checkpoint(directory: str | os.PathLike) -> str:
             "saves one per epoch) before restoring, or pass the directory it saved to."
         )
     return prefix
+
+
+def weight_arrays(path: str | os.PathLike) -> dict:
+    """Every array of a weights file (``.weights.h5`` of Keras 3 or tf_keras), by its path inside the file."""
+    import h5py  # noqa: PLC0415 (Keras' own dependency)
+
+    if not Path(path).is_file():
+        raise CheckpointError(f"No weights file {path}. Did the run that writes it finish that epoch?")
+    arrays: dict = {}
+    with h5py.File(path, "r") as f:
+        f.visititems(lambda name, item: arrays.__setitem__(name, item[()]) if isinstance(item, h5py.Dataset) else None)
+    return arrays
+
+
+def same_arrays(first: str | os.PathLike, second: str | os.PathLike) -> bool:
+    """Whether two weights files hold the same arrays under the same names, bit for bit (the files' bytes
+    can differ: HDF5 stores creation times)."""
+    a, b = weight_arrays(first), weight_arrays(second)
+    return a.keys() == b.keys() and all(np.array_equal(a[name], b[name]) for name in a)

@@ -59,3 +59,15 @@ def test_latest_tf_checkpoint(tmp_path):
     restored = tf.Variable(0)
     tf.train.Checkpoint(step=restored).restore(prefix).assert_consumed()
     assert int(restored) == 5
+
+
+def test_same_arrays_compares_the_weights_not_the_files(tmp_path):
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    model.save_weights(tmp_path / "a.weights.h5")
+    model.save_weights(tmp_path / "b.weights.h5")  # the same arrays, written again
+    assert checkpoints.same_arrays(tmp_path / "a.weights.h5", tmp_path / "b.weights.h5")
+    model.layers[0].kernel.assign(model.layers[0].kernel + 1e-7)
+    model.save_weights(tmp_path / "c.weights.h5")
+    assert not checkpoints.same_arrays(tmp_path / "a.weights.h5", tmp_path / "c.weights.h5")
+    with pytest.raises(checkpoints.CheckpointError, match="No weights file"):
+        checkpoints.same_arrays(tmp_path / "a.weights.h5", tmp_path / "missing.weights.h5")

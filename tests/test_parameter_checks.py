@@ -45,7 +45,7 @@ def test_default_and_smoke_values_pass(notebook):
     ("notebooks/06_parameter_servers.ipynb", {"WORKERS": 3, "PER_STEP_BATCH": 99}),
     ("solutions/07_svhn.ipynb", {"NUM_DEVICES": 3, "TEST_LIMIT": 1000}),
     ("notebooks/01_strategies_overview.ipynb", {"NUM_DEVICES": 3}),
-    ("notebooks/03_custom_training_loop.ipynb", {"NUM_DEVICES": 2, "TRAIN_REPLICAS": None}),
+    ("notebooks/03_custom_training_loop.ipynb", {"NUM_DEVICES": 4, "TRAIN_REPLICAS": None}),
     ("notebooks/08_slurm.ipynb", {"WORKERS": 1, "NODES": 1}),
 ])
 def test_other_device_and_worker_counts_that_work_pass(notebook, values):
@@ -81,7 +81,10 @@ def test_other_device_and_worker_counts_that_work_pass(notebook, values):
      "the larger-batch cure (4x) needs a batch, and the seed's test set (LIMIT // 6) one. Use LIMIT >= 768"),
     ("notebooks/04_single_vs_multi_device.ipynb", {"SWEEP_IMAGES": 256}, "Use SWEEP_IMAGES >= 512"),
     ("notebooks/02_mirrored_strategy_fit.ipynb", {"EPOCHS": 3}, "Use EPOCHS >= 4"),
-    ("notebooks/05_multi_worker.ipynb", {"EPOCHS": 1}, "Use EPOCHS >= 2"),
+    ("notebooks/05_multi_worker.ipynb", {"EPOCHS": 2}, "the fault is placed in the second-to-last epoch"),
+    ("notebooks/05_multi_worker.ipynb", {"WORKERS": 1}, "Use WORKERS >= 2"),
+    ("notebooks/06_parameter_servers.ipynb", {"WORKERS": 1}, "worker 1 is killed while another keeps training"),
+    ("notebooks/03_custom_training_loop.ipynb", {"NUM_DEVICES": 2, "TRAIN_REPLICAS": 2}, "Use NUM_DEVICES >= 3"),
     ("notebooks/05b_network_links.ipynb", {"SLOW": "10gbit"}, "SLOW = '10gbit' is not one of RATES"),
     ("notebooks/05b_network_links.ipynb", {"SCALING_BATCHES": [128, 32]}, "in increasing order"),
     ("notebooks/06_parameter_servers.ipynb", {"STEPS": 3}, "Use STEPS >= 4"),
