@@ -12,7 +12,8 @@ runs this after ruff. The rules:
 - ``colab``      -- the Colab badge links this notebook, the install cell is the canonical one for
                     pyproject's repository URL (:mod:`tools.links`; fixable where it exists).
 - ``skeleton``   -- a ``# `` title first, ``## Setup`` before the code; the first code cells are the
-                    ``parameters`` cell, the ``check-parameters`` cell, the install cell and the device
+                    ``parameters`` cell, the install cell, the ``check-parameters`` cell (it imports
+                    ``course_utils``: on Colab only the install cell provides it) and the device
                     configuration, in that order, before anything uses TensorFlow; ``## Summary``, and
                     ``## Exercises`` in the last cell.
 """
@@ -91,8 +92,8 @@ def check_skeleton(path: Path, nb) -> list[str]:
         problems.append("the first cell must be markdown starting with the title ('# ...')")
     code = [c for c in cells if c.cell_type == "code"]
     roles = [("parameters", lambda c: "parameters" in c.metadata.get("tags", [])),
-             ("check-parameters", lambda c: "check-parameters" in c.metadata.get("tags", [])),
              ("install", lambda c: links.INSTALL_MARKER in c.source),
+             ("check-parameters", lambda c: "check-parameters" in c.metadata.get("tags", [])),
              ("devices", lambda c: "simulate_devices(" in c.source)]
     for k, (role, is_it) in enumerate(roles):
         where = [i for i, c in enumerate(code) if is_it(c)]
