@@ -2,8 +2,9 @@
 """The course's commands. Needs only Python 3.10+ to start; it builds everything else.
 
     python3 tasks.py course   # set up, then execute every notebook (outputs written in place)
-    python3 tasks.py test     # set up, then run the whole test suite, then the oldest-versions
-                              # check (--newest: only the suite; --oldest: only the check)
+    python3 tasks.py test     # set up, then run the whole test suite (lint, unit tests, nbval, the
+                              # browser test), the oldest-versions check and Colab simulated
+                              # (--newest: only the suite; --oldest, --colab: only that check)
     python3 tasks.py lab      # set up, then open JupyterLab for students, on notebook 01
                               # (--instructor: with nbgrader's menus; other arguments go to jupyter lab)
     python3 tasks.py lint     # set up, then ruff check (pyproject's [tool.ruff]) and the notebook rules
@@ -37,6 +38,7 @@ import hashlib
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -65,6 +67,7 @@ OLDEST_INPUTS = ("pyproject.toml", "constraints-oldest.txt")
 OLDEST_SMOKE = "tests/test_notebooks.py::test_runs_in_smoke_setting[notebooks/01_strategies_overview.ipynb]"
 FASHION_MNIST = Path("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")
 SLURM_COMMANDS = ("sinfo", "slurmctld", "munged")  # slurm-wlm and munge: course_utils.slurm's local cluster
+CHROMIUM_COMMANDS = ("chromium", "chromium-browser")  # tests/test_browser.py (Playwright cannot download one here)
 NETLAB_COMMANDS = ("ip", "tc")  # iproute2: course_utils.netlab's network namespaces and rate limits
 KERNEL_NAME = "python3"
 
@@ -131,14 +134,35 @@ def setup_digest(root: Path = ROOT, inputs: tuple[str, ...] = SETUP_INPUTS) -> s
     return digest.hexdigest()
 
 
+def uv_pin(constraints: Path) -> str:
+    """The ``uv==X`` line of a constraints file (uv is a dev tool, pinned there), or ``uv``."""
+    found = re.search(r"^uv==[^\s;]+", constraints.read_text() if constraints.exists() else "", re.M)
+    return found.group(0) if found else "uv"
+
+
+def pip_install(py: Path, args: list, constraints: Path, capture: bool = False) -> subprocess.CompletedProcess:
+    """``pip install -q ARGS`` into the venv of ``py``, done by uv where it installs (uv, pinned as in
+    ``constraints``, downloads and unpacks in parallel: ~15 s instead of ~50 s for the course's venv).
+    uv reads no pip.conf: where it fails (a private index, a platform without its wheel), pip does it."""
+    quiet = {"capture_output": True, "text": True}
+    bootstrap = [str(c) for c in [py, "-m", "pip", "install", "-q", uv_pin(constraints)]]
+    if subprocess.run(bootstrap, **quiet).returncode == 0:
+        done = subprocess.run([str(c) for c in [py, "-m", "uv", "pip", "install", "--python", py, "-q", *args]],
+                              **(quiet if capture else {}))
+        if done.returncode == 0:
+            return done
+        say("uv could not install it" + ("" if capture else " (its message is above)") + "; pip tries instead")
+    return subprocess.run([str(c) for c in [py, "-m", "pip", "install", "-q", *args]], **(quiet if capture else {}))
+
+
 def _install_course() -> None:
     """``pip install -e .[dev]``, pinned by constraints.txt where its versions install here."""
-    install = [PY, "-m", "pip", "install", "-q", "-e", f"{ROOT}[dev]"]
+    install = ["-e", f"{ROOT}[dev]"]
     if not CONSTRAINTS.exists():
         say("no constraints.txt: installing the newest versions pyproject.toml allows")
-        run(install)
+        _check(pip_install(PY, install, CONSTRAINTS))
         return
-    pinned = subprocess.run([str(c) for c in [*install, "-c", CONSTRAINTS]], capture_output=True, text=True)
+    pinned = pip_install(PY, [*install, "-c", CONSTRAINTS], CONSTRAINTS, capture=True)
     if pinned.returncode != 0:
         # constraints.txt is resolved for every platform and Python pyproject.toml claims (see its header),
         # but a pinned version may still lack a wheel for this machine. The course runs on other versions too:
@@ -146,15 +170,20 @@ def _install_course() -> None:
         said = ((pinned.stdout or "") + (pinned.stderr or "")).strip().splitlines()
         tail = "\n".join(f"!!!   {line}" for line in said[-8:])
         print(f"!!! WARNING: the versions pinned in {CONSTRAINTS.name} do not install on this machine "
-              f"({sys.platform}, Python {sys.version.split()[0]}). pip said:\n{tail}\n"
+              f"({sys.platform}, Python {sys.version.split()[0]}). The installer said:\n{tail}\n"
               "!!! Installing the newest versions pyproject.toml allows instead: outputs may differ from the "
-              "committed ones. Please report this (with pip's message above).", file=sys.stderr, flush=True)
-        run(install)
+              "committed ones. Please report this (with the message above).", file=sys.stderr, flush=True)
+        _check(pip_install(PY, install, CONSTRAINTS))
 
 
-def oldest_install_command() -> list:
+def _check(done: subprocess.CompletedProcess) -> None:
+    if done.returncode != 0:
+        sys.exit(f"installing failed (exit {done.returncode}): the installer's message is above")
+
+
+def install_oldest() -> None:
     """The oldest-versions install: exactly the pins, no fallback (other versions would prove nothing)."""
-    return [PY_OLDEST, "-m", "pip", "install", "-q", "-e", f"{ROOT}[dev]", "-c", CONSTRAINTS_OLDEST]
+    _check(pip_install(PY_OLDEST, ["-e", f"{ROOT}[dev]", "-c", CONSTRAINTS_OLDEST], CONSTRAINTS_OLDEST))
 
 
 def _install_kernel(py: Path) -> None:
@@ -173,7 +202,6 @@ def _provision(venv_dir: Path, inputs: tuple[str, ...], install, what: str) -> N
         return
     say(f"installing {what} into {venv_dir.name} (first time: a few minutes)")
     py = venv_python(venv_dir)
-    run([py, "-m", "pip", "install", "-q", "--upgrade", "pip"])
     install()
     _install_kernel(py)
     stamp.write_text(digest)
@@ -191,6 +219,11 @@ def setup() -> None:
             say("installed Debian's slurm-wlm and munge (a local Slurm cluster for the Slurm tests and notebook)")
         else:
             say("Slurm not installed (needs root + apt-get): the Slurm tests (outside CI) and notebook section skip")
+    if not any(shutil.which(c) for c in CHROMIUM_COMMANDS):
+        if _apt_install("chromium"):
+            say("installed Debian's chromium (the browser test drives JupyterLab in it)")
+        else:
+            say("chromium not installed (needs root + apt-get): the browser test skips")
     if not all(shutil.which(c) or shutil.which(c, path="/usr/sbin:/sbin") for c in NETLAB_COMMANDS):
         if _apt_install("iproute2"):
             say("installed Debian's iproute2 (network namespaces and rate limits for notebook 05b)")
@@ -203,7 +236,7 @@ def setup_oldest() -> None:
     """Like :func:`setup`, for ``.venv-oldest`` and ``constraints-oldest.txt`` (its own stamp)."""
     if not CONSTRAINTS_OLDEST.exists():
         sys.exit(f"{CONSTRAINTS_OLDEST.name} is missing: run `python3 tasks.py lock --oldest`")
-    _provision(VENV_OLDEST, OLDEST_INPUTS, lambda: run(oldest_install_command()),
+    _provision(VENV_OLDEST, OLDEST_INPUTS, install_oldest,
                f"the oldest supported versions ({CONSTRAINTS_OLDEST.name})")
 
 
@@ -225,7 +258,8 @@ def course(args: list[str]) -> int:
 def oldest_test_commands(args: list[str]) -> list[list]:
     """The oldest-versions check: the unit tests, then one notebook in the smoke setting."""
     pytest = [PY_OLDEST, "-m", "pytest", "-p", "no:cacheprovider"]
-    return [[*pytest, "-m", "not notebook and not versionless", "tests", *args], [*pytest, OLDEST_SMOKE, *args]]
+    return [[*pytest, "-m", "not notebook and not versionless and not browser", "tests", *args],
+            [*pytest, OLDEST_SMOKE, *args]]
 
 
 def oldest_check(args: list[str]) -> int:
@@ -240,17 +274,67 @@ def oldest_check(args: list[str]) -> int:
     return 0
 
 
-def test(args: list[str]) -> int:
-    """The suite on .venv, then the oldest-versions check; ``--newest`` or ``--oldest``: only one.
+COLAB_LOG = ROOT / "build" / "colab.log"
 
-    Other arguments go to pytest (for ``--oldest``, to both of its runs).
+
+def colab_check() -> int:
+    """Colab, simulated (``tools/colab_sim.py``): notebooks 01-03's install cell and cells on Colab's versions."""
+    setup()
+    say(COLAB_SAYS)
+    return subprocess.run([PY, "-m", "tools.colab_sim"], cwd=ROOT, env=_venv_env()).returncode
+
+
+COLAB_SAYS = ("Colab, simulated: Colab's preinstalled versions (colab-runtime.txt), the install cell as written "
+              "(pointed at this checkout), notebooks 01-03 in the smoke setting")
+
+
+def test(args: list[str]) -> int:
+    """The suite on .venv, the oldest-versions check, then Colab simulated; ``--newest``, ``--oldest`` or
+    ``--colab``: only one.
+
+    Colab simulated runs in the background from the start (its output in build/colab.log, printed at the
+    end): the unit tests leave a core idle about half the time. It is stopped with its process group
+    however the suite ends. Other arguments go to pytest (for ``--oldest``, to both of its runs).
     """
     if "--oldest" in args:
         return oldest_check([a for a in args if a != "--oldest"])
+    if "--colab" in args:
+        return colab_check()
     if "--newest" in args:
         return suite([a for a in args if a != "--newest"])
-    rc = suite(args)
-    return rc if rc != 0 else oldest_check([])
+    colab = start_colab()
+    try:
+        rc = suite(args) or oldest_check([])
+        if rc != 0:
+            return rc
+        say(COLAB_SAYS + f" (ran beside the tests above; its output, also in {COLAB_LOG}):")
+        rc = colab.wait()
+        print(COLAB_LOG.read_text(), end="", flush=True)
+        return rc
+    finally:
+        stop_group(colab)
+
+
+def start_colab() -> subprocess.Popen:
+    """Colab simulated in the background, in a process group of its own, its output to build/colab.log."""
+    setup()
+    COLAB_LOG.parent.mkdir(exist_ok=True)
+    with COLAB_LOG.open("w") as log:
+        return subprocess.Popen([str(PY), "-m", "tools.colab_sim"], cwd=ROOT, env=_venv_env(), stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def stop_group(process: subprocess.Popen, grace_s: float = 20) -> None:
+    """Stop a process started with ``start_new_session`` and its group: SIGTERM (colab_sim then shuts its
+    kernel down), SIGKILL after ``grace_s``."""
+    if process.poll() is not None:
+        return
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
 
 
 def ruff(args: list[str]) -> int:
@@ -279,7 +363,7 @@ def suite(args: list[str]) -> int:
     say("unit tests")
     # Each notebook is executed once: nbval's run below is the smoke run (it fails on any error), so the
     # papermill smoke tests (marker smoke_run, for running pytest directly) are left out here.
-    select = [] if "-m" in args else ["-m", "not smoke_run"]
+    select = [] if "-m" in args else ["-m", "not smoke_run and not browser"]
     rc = subprocess.run([PY, "-m", "pytest", "tests", *select, *args], cwd=ROOT, env=env).returncode
     if rc != 0:
         return rc
@@ -293,10 +377,19 @@ def suite(args: list[str]) -> int:
         say(f"offline Fashion-MNIST not installed: using generated stand-in files in {fake}")
     staged = ROOT / "build" / "nbval"
     run([PY, "-m", "tools.stage_nbval", staged], cwd=ROOT, env=env)
-    return subprocess.run(
-        [PY, "-m", "pytest", "-p", "no:cacheprovider", "--nbval-lax", "--nbval-current-env",
+    # Two notebooks at a time (pytest-xdist, a notebook's cells on one worker: --dist loadfile): one uses
+    # about half of a 2-core machine, waiting on worker processes, barriers and start-ups.
+    rc = subprocess.run(
+        [PY, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadfile",
+         "--nbval-lax", "--nbval-current-env",
          "--nbval-sanitize-with", ROOT / "tests" / "nbval_sanitize.cfg", "-o", "testpaths=",
          staged], cwd=staged, env=env).returncode
+    if rc != 0:
+        return rc
+    say("browser: JupyterLab (as `tasks.py lab` serves it) in chromium, notebooks run as a student runs them "
+        "(screenshots in build/screenshots/)")
+    return subprocess.run([PY, "-m", "pytest", "-p", "no:cacheprovider", "-m", "browser", "tests/test_browser.py"],
+                          cwd=ROOT, env=env).returncode
 
 
 def grade(args: list[str]) -> int:
@@ -444,8 +537,6 @@ def interrupts_back() -> None:
     """Run as a background job of a non-interactive shell (`python3 tasks.py test &`), this process starts
     with SIGINT ignored, and so would every process it starts (an ignored signal survives exec): no Ctrl-C
     would reach the tests, notebooks and workers, and the tests that interrupt them fail. Handle it again."""
-    import signal  # noqa: PLC0415
-
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 

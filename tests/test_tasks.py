@@ -90,7 +90,13 @@ def test_setup_digest_covers_pyproject_and_constraints(tmp_path):
     assert tasks.setup_digest(tmp_path) == third
 
 
-def test_setup_installs_the_dev_extra_pinned_by_constraints(monkeypatch):
+def _uv_then(py, *args):
+    """The two commands of one install by uv: uv itself (pinned as in constraints.txt), then uv installing."""
+    return [[str(py), "-m", "pip", "install", "-q", "uv==0.13.9"],
+            [str(py), "-m", "uv", "pip", "install", "--python", str(py), "-q", *map(str, args)]]
+
+
+def test_setup_installs_the_dev_extra_pinned_by_constraints_with_uv(monkeypatch):
     calls = []
 
     def fake_run(cmd, *args, **kwargs):
@@ -99,8 +105,23 @@ def test_setup_installs_the_dev_extra_pinned_by_constraints(monkeypatch):
 
     monkeypatch.setattr(tasks.subprocess, "run", fake_run)
     tasks._install_course()
-    assert calls == [[str(tasks.PY), "-m", "pip", "install", "-q", "-e", f"{ROOT}[dev]",
-                      "-c", str(ROOT / "constraints.txt")]]
+    assert tasks.uv_pin(tasks.CONSTRAINTS) == "uv==0.13.9", "the pin the expected commands below name"
+    assert calls == _uv_then(tasks.PY, "-e", f"{ROOT}[dev]", "-c", ROOT / "constraints.txt")
+
+
+def test_pip_installs_where_uv_does_not(monkeypatch, capsys):
+    calls = []
+
+    def fake_run(cmd, *args, **kwargs):
+        calls.append([str(c) for c in cmd])
+        return subprocess.CompletedProcess(cmd, 1 if calls[-1][2] == "uv" else 0)
+
+    monkeypatch.setattr(tasks.subprocess, "run", fake_run)
+    tasks._install_course()
+    assert calls[:2] == _uv_then(tasks.PY, "-e", f"{ROOT}[dev]", "-c", ROOT / "constraints.txt")
+    assert calls[2] == [str(tasks.PY), "-m", "pip", "install", "-q", "-e", f"{ROOT}[dev]", "-c",
+                        str(ROOT / "constraints.txt")] and len(calls) == 3
+    assert "uv could not install it; pip tries instead" in capsys.readouterr().out
 
 
 def test_setup_falls_back_to_ranges_where_the_pins_do_not_install_and_says_so_loudly(monkeypatch, capsys):
@@ -115,34 +136,44 @@ def test_setup_falls_back_to_ranges_where_the_pins_do_not_install_and_says_so_lo
 
     monkeypatch.setattr(tasks.subprocess, "run", fake_run)
     tasks._install_course()
-    assert [("-c" in c) for c in calls] == [True, False] and calls[1][-1] == f"{ROOT}[dev]"
+    installs = [c for c in calls if "install" in c and "uv==0.13.9" not in c]
+    # the pins, by uv then by pip; then the ranges, by uv
+    assert [("-c" in c, "uv" in c) for c in installs] == [(True, True), (True, False), (False, True)]
+    assert installs[-1][-1] == f"{ROOT}[dev]"
     err = capsys.readouterr().err
     assert "!!! WARNING: the versions pinned in constraints.txt do not install on this machine" in err
     assert "No matching distribution found for tensorflow==2.21.0" in err and "outputs may differ" in err
 
 
-def test_setup_installs_slurm_munge_and_iproute2_with_apt_only_where_missing(monkeypatch, capsys):
+def test_setup_installs_slurm_munge_chromium_and_iproute2_with_apt_only_where_missing(monkeypatch, capsys):
     monkeypatch.setattr(tasks, "_provision", lambda *args: None)
     monkeypatch.setattr(tasks, "FASHION_MNIST", ROOT / "tasks.py")  # present: apt is not asked for the data
     installs, apt_works = [], [True]
     monkeypatch.setattr(tasks, "_apt_install", lambda *packages: installs.append(packages) or apt_works[0])
     monkeypatch.setattr(tasks.shutil, "which", lambda name, path=None: None)
     tasks.setup()
-    assert installs == [("slurm-wlm", "munge"), ("iproute2",)]
+    assert installs == [("slurm-wlm", "munge"), ("chromium",), ("iproute2",)]
     out = capsys.readouterr().out
     assert "installed Debian's slurm-wlm and munge" in out and "installed Debian's iproute2" in out
+    assert "installed Debian's chromium" in out
     apt_works[0] = False
     tasks.setup()
     out = capsys.readouterr().out
     assert "Slurm not installed (needs root + apt-get)" in out and "iproute2 not installed" in out
+    assert "chromium not installed (needs root + apt-get): the browser test skips" in out
     installs.clear()
     monkeypatch.setattr(tasks.shutil, "which", lambda name, path=None: f"/usr/sbin/{name}")
     tasks.setup()
     out = capsys.readouterr().out
-    assert installs == [] and "Slurm" not in out and "iproute2" not in out, "installed: nothing to do"
+    assert installs == [] and "Slurm" not in out and "iproute2" not in out and "chromium" not in out, \
+        "installed: nothing to do"
     monkeypatch.setattr(tasks.shutil, "which", lambda name, path=None: None if name == "tc" else f"/x/{name}")
     tasks.setup()
     assert installs == [("iproute2",)], "one of ip and tc missing is enough to install iproute2"
+    installs.clear()
+    monkeypatch.setattr(tasks.shutil, "which", lambda name, path=None: None if name == "chromium" else f"/x/{name}")
+    tasks.setup()
+    assert installs == [], "Ubuntu's chromium-browser will do"
 
 
 def test_a_failed_apt_install_is_recorded_and_not_retried(monkeypatch, tmp_path, capsys):
@@ -193,8 +224,7 @@ def test_oldest_setup_installs_exactly_the_oldest_pins_once(monkeypatch, tmp_pat
     tasks.setup_oldest()
     assert made == [venv_dir]
     assert [c for c, _ in calls] == [
-        [str(py), "-m", "pip", "install", "-q", "--upgrade", "pip"],
-        [str(py), "-m", "pip", "install", "-q", "-e", f"{ROOT}[dev]", "-c", str(ROOT / "constraints-oldest.txt")],
+        *_uv_then(py, "-e", f"{ROOT}[dev]", "-c", ROOT / "constraints-oldest.txt"),
         [str(py), "-m", "ipykernel", "install", "--sys-prefix", "--name", "python3",
          "--display-name", "Python 3 (distributed-training-course)"],
     ]
@@ -210,7 +240,8 @@ def test_oldest_check_runs_the_unit_tests_then_one_notebook_in_the_oldest_venv(m
     assert tasks.main(["test", "--oldest"]) == 0
     py = str(ROOT / ".venv-oldest" / "bin" / "python")
     assert [c for c, _ in calls] == [
-        [py, "-m", "pytest", "-p", "no:cacheprovider", "-m", "not notebook and not versionless", "tests"],
+        [py, "-m", "pytest", "-p", "no:cacheprovider", "-m", "not notebook and not versionless and not browser",
+         "tests"],
         [py, "-m", "pytest", "-p", "no:cacheprovider",
          "tests/test_notebooks.py::test_runs_in_smoke_setting[notebooks/01_strategies_overview.ipynb]"],
     ]
@@ -228,22 +259,50 @@ def test_oldest_smoke_names_a_test_that_exists():
     assert ROOT / notebook.rstrip("]") in course_notebooks()
 
 
-def test_test_runs_the_suite_then_the_oldest_check(monkeypatch):
-    calls = []
+class _Background:
+    """A stand-in for the background Colab simulation's Popen: records how it was waited for or stopped."""
+
+    def __init__(self, calls):
+        self.calls, self.pid, self.running = calls, 4242, True
+
+    def poll(self):
+        return None if self.running else 0
+
+    def wait(self, timeout=None):
+        self.running = False
+        self.calls.append(("colab waited for",))
+        return 0
+
+
+def test_test_runs_the_suite_then_the_oldest_check_then_colab(monkeypatch, tmp_path):
+    calls, stopped = [], []
     monkeypatch.setattr(tasks, "suite", lambda args: calls.append(("suite", args)) or suite_rc[0])
-    monkeypatch.setattr(tasks, "oldest_check", lambda args: calls.append(("oldest", args)) or 0)
-    suite_rc = [0]
-    assert tasks.main(["test"]) == 0 and calls == [("suite", []), ("oldest", [])]
+    monkeypatch.setattr(tasks, "oldest_check", lambda args: calls.append(("oldest", args)) or oldest_rc[0])
+    monkeypatch.setattr(tasks, "colab_check", lambda: calls.append(("colab",)) or 0)
+    monkeypatch.setattr(tasks, "start_colab", lambda: _Background(calls))
+    monkeypatch.setattr(tasks, "COLAB_LOG", tmp_path / "colab.log")
+    (tmp_path / "colab.log").write_text("Colab (simulated): ...\n")
+    monkeypatch.setattr(tasks.os, "killpg", lambda pid, sig: stopped.append((pid, sig)))
+    suite_rc, oldest_rc = [0], [0]
+    assert tasks.main(["test"]) == 0 and calls == [("suite", []), ("oldest", []), ("colab waited for",)]
     calls.clear()
     assert tasks.main(["test", "-x", "tests/test_idx.py"]) == 0
-    assert calls == [("suite", ["-x", "tests/test_idx.py"]), ("oldest", [])], "pytest arguments: the suite's"
+    assert calls == [("suite", ["-x", "tests/test_idx.py"]), ("oldest", []), ("colab waited for",)], \
+        "pytest arguments: the suite's"
     calls.clear()
     assert tasks.main(["test", "--newest", "-x"]) == 0 and calls == [("suite", ["-x"])]
     calls.clear()
     assert tasks.main(["test", "--oldest", "-x"]) == 0 and calls == [("oldest", ["-x"])]
     calls.clear()
+    assert tasks.main(["test", "--colab"]) == 0 and calls == [("colab",)]
+    assert stopped == [], "a finished background run is not signalled"
+    calls.clear()
+    oldest_rc[0] = 1
+    assert tasks.main(["test"]) == 1 and calls == [("suite", []), ("oldest", []), ("colab waited for",)]
+    assert stopped == [(4242, tasks.signal.SIGTERM)], "a failed check stops the background run's group"
+    calls.clear()
     suite_rc[0] = 1
-    assert tasks.main(["test"]) == 1 and calls == [("suite", [])], "a failed suite stops there"
+    assert tasks.main(["test"]) == 1 and calls == [("suite", []), ("colab waited for",)], "a failed suite stops there"
 
 
 def test_the_suite_lints_first_and_a_finding_fails_it(monkeypatch):
@@ -256,6 +315,7 @@ def test_the_suite_lints_first_and_a_finding_fails_it(monkeypatch):
     ran.clear()
     findings[0] = 0
     assert tasks.suite([]) == 0 and ran[:2] == ["ruff", "pytest"]
+    assert ran[-1] == "pytest" and len(ran) == 5, "unit tests, staging, nbval, then the browser test"
 
 
 def test_ruff_is_configured_to_flag_what_the_course_cares_about(tmp_path):
