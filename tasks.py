@@ -147,7 +147,10 @@ def pip_install(py: Path, args: list, constraints: Path, capture: bool = False) 
     quiet = {"capture_output": True, "text": True}
     bootstrap = [str(c) for c in [py, "-m", "pip", "install", "-q", uv_pin(constraints)]]
     if subprocess.run(bootstrap, **quiet).returncode == 0:
-        done = subprocess.run([str(c) for c in [py, "-m", "uv", "pip", "install", "--python", py, "-q", *args]],
+        # --compile-bytecode: as pip does; without .pyc files every process would compile TensorFlow's
+        # Python again where PYTHONDONTWRITEBYTECODE is set (3 s more per `import tensorflow` here).
+        done = subprocess.run([str(c) for c in [py, "-m", "uv", "pip", "install", "--python", py, "-q",
+                                                "--compile-bytecode", *args]],
                               **(quiet if capture else {}))
         if done.returncode == 0:
             return done

@@ -19,6 +19,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from course_utils import verdicts
+
 RESULT = "RESULT "
 ALLREDUCE = "ALLREDUCE "
 
@@ -144,8 +146,8 @@ class Scaling:
         for small, large in zip(batches, batches[1:]):
             (lo_s, hi_s), (lo_l, hi_l) = self.efficiency_range(workers, small), self.efficiency_range(workers, large)
             ranges = f"{lo_s:.0%}-{hi_s:.0%} vs {lo_l:.0%}-{hi_l:.0%}"
-            verdict = ("rises: the ranges separate" if lo_l > hi_s else "falls: the ranges separate" if hi_l < lo_s
-                       else "within noise: the ranges overlap")
+            verdict = {1: "rises: the ranges separate", -1: "falls: the ranges separate",
+                       0: "within noise: the ranges overlap"}[verdicts.separate((lo_l, hi_l), (lo_s, hi_s))]
             lines.append(f"efficiency from per-worker batch {small} to {large} {verdict} ({ranges})")
         return lines
 

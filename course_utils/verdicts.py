@@ -3,6 +3,8 @@
 A notebook's prose states mechanisms; whether one variant was faster, or two accuracies differ, depends
 on the machine and the run, so it is printed by these functions:
 
+- :func:`separate`: the range rule itself: +1 / -1 when one range lies wholly above / below the other, 0
+  when they overlap (used by :func:`speed` and :meth:`course_utils.scaling.Scaling.trend`);
 - :func:`speed`: interleaved repeats of two variants differ only when their ranges separate;
 - :func:`accuracy`: two test accuracies differ only when the gap exceeds twice its standard error,
   sqrt(p(1-p)/n) for each accuracy of n test examples.
@@ -13,6 +15,15 @@ from __future__ import annotations
 import math
 
 
+def separate(ours: tuple[float, float], theirs: tuple[float, float]) -> int:
+    """The range rule on two (low, high) ranges: +1 when ``ours`` lies wholly above ``theirs``, -1 when
+    wholly below, 0 when they overlap (or touch)."""
+    (low, high), (their_low, their_high) = ours, theirs
+    if low > high or their_low > their_high:
+        raise ValueError(f"a range is (low, high) with low <= high, got {ours} and {theirs}")
+    return 1 if low > their_high else -1 if high < their_low else 0
+
+
 def speed(rates: dict, name: str, baseline: str, unit: str = "images/s") -> str:
     """``name`` against ``baseline`` from ``{variant: [rate per repeat]}`` (higher is faster)."""
     ours, theirs = rates[name], rates[baseline]
@@ -21,10 +32,9 @@ def speed(rates: dict, name: str, baseline: str, unit: str = "images/s") -> str:
                 "(the rule needs the ranges of at least 2 interleaved repeats)")
     low, high, base_low, base_high = min(ours), max(ours), min(theirs), max(theirs)
     ranges = f"{low:,.0f}-{high:,.0f} vs {base_low:,.0f}-{base_high:,.0f} {unit}"
-    if low > base_high:
-        return f"{name} is faster than {baseline}: the ranges separate ({ranges})"
-    if high < base_low:
-        return f"{name} is slower than {baseline}: the ranges separate ({ranges})"
+    side = separate((low, high), (base_low, base_high))
+    if side:
+        return f"{name} is {'faster' if side > 0 else 'slower'} than {baseline}: the ranges separate ({ranges})"
     return f"{name} and {baseline}: within noise, the ranges overlap ({ranges})"
 
 

@@ -93,7 +93,7 @@ def test_setup_digest_covers_pyproject_and_constraints(tmp_path):
 def _uv_then(py, *args):
     """The two commands of one install by uv: uv itself (pinned as in constraints.txt), then uv installing."""
     return [[str(py), "-m", "pip", "install", "-q", "uv==0.13.9"],
-            [str(py), "-m", "uv", "pip", "install", "--python", str(py), "-q", *map(str, args)]]
+            [str(py), "-m", "uv", "pip", "install", "--python", str(py), "-q", "--compile-bytecode", *map(str, args)]]
 
 
 def test_setup_installs_the_dev_extra_pinned_by_constraints_with_uv(monkeypatch):

@@ -23,3 +23,10 @@ def test_accuracy_differs_only_beyond_twice_the_standard_error():
     assert "equal accuracies" in verdicts.accuracy(1.0, 1.0, 10, "x", "y")
     with pytest.raises(ValueError, match="n >= 1"):
         verdicts.standard_error(0.5, 0)
+
+
+def test_separate_is_the_range_rule_on_two_ranges():
+    assert verdicts.separate((3, 4), (1, 2)) == 1 and verdicts.separate((1, 2), (3, 4)) == -1
+    assert verdicts.separate((1, 3), (2, 4)) == 0 and verdicts.separate((1, 2), (2, 3)) == 0, "touching: overlap"
+    with pytest.raises(ValueError, match="low <= high"):
+        verdicts.separate((2, 1), (0, 3))

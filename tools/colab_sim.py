@@ -87,7 +87,7 @@ def make_runtime(venv: Path, runtime: Path = RUNTIME) -> Path:
     uv = [sys.executable, "-m", "uv"]
     subprocess.run([*uv, "venv", "-q", "--python", python, venv], check=True)
     py = venv / "bin" / "python"
-    subprocess.run([*uv, "pip", "install", "-q", "--python", py, "-r", runtime], check=True)
+    subprocess.run([*uv, "pip", "install", "-q", "--compile-bytecode", "--python", py, "-r", runtime], check=True)
     site = Path(subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                capture_output=True, text=True, check=True).stdout.strip())
     (site / "google" / "colab").mkdir(parents=True, exist_ok=True)
