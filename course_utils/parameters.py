@@ -1,5 +1,6 @@
-"""Checks of a notebook's parameters, in the cell right after them: a combination that cannot work stops
-the notebook there, before anything starts, with a message that names values that would work.
+"""Checks of a notebook's parameters, in the check cell after them (and after the Colab install cell): a
+combination that cannot work stops the notebook there, before anything starts, with a message that names
+values that would work.
 
 Each function raises :class:`ParameterError` (a ``ValueError``) and returns nothing when the values are
 fine. They know nothing of TensorFlow: ``tests/test_parameter_checks.py`` executes every notebook's
@@ -9,7 +10,7 @@ batches that do not divide).
 
 from __future__ import annotations
 
-CHECK_TAG = "check-parameters"  # the tag of the cell that calls these, right after the parameters cell
+CHECK_TAG = "check-parameters"  # the tag of the cell that calls these, after the parameters and install cells
 
 
 class ParameterError(ValueError):

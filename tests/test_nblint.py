@@ -46,7 +46,7 @@ def _papermill_run(nb):
     nb.metadata["papermill"] = {"duration": 1.0}
     nb.metadata["language_info"] = {"name": "python", "version": "3.11.7"}
     nb.cells[2].metadata["execution"] = {"iopub.status.busy": "2026-11-24T10:00:00Z"}
-    nb.cells[5].metadata["tags"] = ["check-parameters"]
+    nb.cells[6].metadata["tags"] = ["check-parameters"]
     nb.cells[4].metadata["tags"] = []
 
 
@@ -98,9 +98,9 @@ def _without(text):
 
 SKELETON = [
     (lambda nb: setattr(nb.cells[0], "source", "Title without a heading"), "the first cell must be markdown"),
-    (lambda nb: nb.cells[5].metadata.pop("tags"), "the check-parameters cell must be code cell 3"),
-    (lambda nb: nb.cells.insert(5, nb.cells.pop(4)), "the install cell must be code cell 2"),
-    (lambda nb: nb.cells.insert(2, copy.deepcopy(nb.cells[6])), "the devices cell must be code cell 4"),
+    (lambda nb: nb.cells[6].metadata.pop("tags"), "the check-parameters cell must be code cell 3"),
+    (lambda nb: nb.cells.insert(6, nb.cells.pop(4)), "the install cell must be code cell 2"),
+    (lambda nb: nb.cells.insert(2, copy.deepcopy(nb.cells[7])), "the devices cell must be code cell 4"),
     (lambda nb: setattr(nb.cells[2], "source", "import tensorflow as tf\nX = 1"), "uses TensorFlow before"),
     (lambda nb: setattr(nb.cells[2], "source", "# nothing here"), "assigns no parameter"),
     (_without("## Setup"), "'## Setup' heading"),

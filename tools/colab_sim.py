@@ -9,7 +9,8 @@ checkout (``git+file://``) instead of GitHub. The install needs the package regi
 Checked afterwards, from ``pip list`` before and after the install cell:
 - TensorFlow and Keras are still Colab's versions, and no second TensorFlow distribution appeared;
 - ``tf-keras`` and ``tensorboard`` have TensorFlow's minor version;
-- no other preinstalled package changed, except those in ``EXPECTED_CHANGES`` (each with its reason).
+- no other preinstalled package changed, except those in ``EXPECTED_CHANGES`` (each with its reason);
+- no process the notebooks started is left running.
 
     python -m tools.colab_sim            # build/colab/: the venv, the executed notebooks, report.json
     python -m tools.colab_sim --regenerate FREEZE   # rewrite colab-runtime.txt from Colab's pip freeze
@@ -27,10 +28,12 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import nbformat
 import papermill
+import psutil
 
 from tools.links import INSTALL_MARKER, install_cell
 from tools.notebook_params import ROOT, smoke_notebook
@@ -158,6 +161,14 @@ def _kernel_environment(venv: Path) -> None:
     os.environ["COURSE_OFFLINE"] = "1"
 
 
+def _running(process: psutil.Process) -> str:
+    """``"pid name"`` while the process runs (not a zombie), else ``""``."""
+    try:
+        return "" if process.status() == psutil.STATUS_ZOMBIE else f"{process.pid} {process.name()}"
+    except psutil.NoSuchProcess:
+        return ""
+
+
 def simulate(notebooks=NOTEBOOKS, build: Path = BUILD) -> int:
     py = make_runtime(build / "venv")
     before = installed(py)
@@ -184,6 +195,10 @@ def simulate(notebooks=NOTEBOOKS, build: Path = BUILD) -> int:
             print("\n".join(f"  {line}" for line in notes), flush=True)
         if failures:
             break
+    time.sleep(1)  # papermill has asked the last kernel to shut down
+    left = [name for name in map(_running, psutil.Process().children(recursive=True)) if name]
+    if left:
+        failures.append(f"processes the notebooks started are still running: {left}")
     report["failures"] = failures
     (build / "report.json").write_text(json.dumps(report, indent=1))
     for line in failures:
