@@ -122,6 +122,11 @@ def open_and_run_all(lab, rel: str):
     page.goto(f"{lab.base}/lab/tree/{staged.relative_to(ROOT).as_posix()}?token={lab.token}&reset")
     page.locator(".jp-NotebookPanel .jp-CodeCell").first.wait_for(timeout=60_000)
     wait_idle(lab, timeout=60)  # the kernel has started
+    page.wait_for_timeout(1000)
+    dialog = page.locator(".jp-Dialog")
+    if dialog.count():  # e.g. "Select Kernel" for a kernel name JupyterLab does not have
+        page.screenshot(path=SHOTS / f"{staged.stem}-dialog.png")
+        pytest.fail(f"JupyterLab shows a dialog instead of the notebook: {' '.join(dialog.first.inner_text().split())}")
     page.get_by_role("menuitem", name="Run", exact=True).click()
     page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
     page.wait_for_timeout(1000)

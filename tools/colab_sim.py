@@ -170,6 +170,7 @@ def _running(process: psutil.Process) -> str:
 
 
 def simulate(notebooks=NOTEBOOKS, build: Path = BUILD) -> int:
+    os.environ.pop("PYTHONPATH", None)  # Colab has none; one naming this checkout would find course_utils
     py = make_runtime(build / "venv")
     before = installed(py)
     version = subprocess.run([py, "--version"], capture_output=True, text=True).stdout.split()[1]
