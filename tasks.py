@@ -22,14 +22,16 @@
                               # newest; --oldest: constraints-oldest.txt, every runtime floor)
 
 Set-up creates ``.venv`` beside this file, installs ``course_utils`` (editable)
-with its ``dev`` extra, pinned to the exact versions in ``constraints.txt``, and --
-where ``apt-get`` exists and we are root -- installs Debian's ``dataset-fashion-mnist``
-for offline real data, and ``slurm-wlm`` and ``munge`` for a local Slurm cluster. It
+with its ``dev`` extra, pinned to the exact versions in ``constraints.txt`` (by uv, pip where uv
+cannot), and -- where ``apt-get`` exists and we are root -- installs Debian's
+``dataset-fashion-mnist`` for offline real data, ``slurm-wlm`` and ``munge`` for a local Slurm
+cluster, ``chromium`` for the browser test and ``iproute2`` for notebook 05b's links. It
 re-installs only when ``pyproject.toml`` or ``constraints.txt`` changed since the last set-up.
 
 The oldest-versions check builds a second environment, ``.venv-oldest``, the same way
 from ``constraints-oldest.txt`` (every runtime dependency at the floor of its range in
-``pyproject.toml``) and runs the unit tests and one notebook there.
+``pyproject.toml``) and runs the unit tests and one notebook there. Colab simulated
+(``tools/colab_sim.py``) builds a third, ``build/colab/venv``, from ``colab-runtime.txt``.
 """
 
 from __future__ import annotations
