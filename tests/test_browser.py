@@ -76,12 +76,7 @@ def lab(tmp_path_factory):
             browser.close()
     finally:
         started |= {p.pid for p in psutil.Process(server.pid).children(recursive=True)}
-        os.killpg(server.pid, signal.SIGTERM)  # the server shuts its kernels down
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
+        tasks.stop_group(server, grace_s=30)  # on SIGTERM the server shuts its kernels down
         log.close()
         deadline = time.monotonic() + 20
         while any(alive(pid) for pid in started) and time.monotonic() < deadline:

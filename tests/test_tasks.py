@@ -6,7 +6,6 @@ import importlib.util
 import json
 import os
 import re
-import signal
 import socket
 import subprocess
 import sys
@@ -529,12 +528,7 @@ def test_the_student_lab_serves_no_nbgrader_and_no_news_prompt(tmp_path):
         with pytest.raises(urllib.error.HTTPError, match="404"):
             get("/formgrader")
     finally:
-        os.killpg(lab.pid, signal.SIGTERM)
-        try:
-            lab.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(lab.pid, signal.SIGKILL)
-            lab.wait()
+        tasks.stop_group(lab, grace_s=15)
         log.close()
 
 
