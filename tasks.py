@@ -280,17 +280,16 @@ def oldest_check(args: list[str]) -> int:
 
 
 COLAB_LOG = ROOT / "build" / "colab.log"
+COLAB_COMMAND = [str(PY), "-m", "tools.colab_sim"]  # tools/colab_sim.py, in the foreground or beside the tests
+COLAB_SAYS = ("Colab, simulated: Colab's preinstalled versions (colab-runtime.txt), the install cell as written "
+              "(pointed at this checkout), notebooks 01-03 in the smoke setting")
 
 
 def colab_check() -> int:
     """Colab, simulated (``tools/colab_sim.py``): notebooks 01-03's install cell and cells on Colab's versions."""
     setup()
     say(COLAB_SAYS)
-    return subprocess.run([PY, "-m", "tools.colab_sim"], cwd=ROOT, env=_venv_env()).returncode
-
-
-COLAB_SAYS = ("Colab, simulated: Colab's preinstalled versions (colab-runtime.txt), the install cell as written "
-              "(pointed at this checkout), notebooks 01-03 in the smoke setting")
+    return subprocess.run(COLAB_COMMAND, cwd=ROOT, env=_venv_env()).returncode
 
 
 def test(args: list[str]) -> int:
@@ -325,8 +324,8 @@ def start_colab() -> subprocess.Popen:
     setup()
     COLAB_LOG.parent.mkdir(exist_ok=True)
     with COLAB_LOG.open("w") as log:
-        return subprocess.Popen([str(PY), "-m", "tools.colab_sim"], cwd=ROOT, env=_venv_env(), stdout=log,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+        return subprocess.Popen(COLAB_COMMAND, cwd=ROOT, env=_venv_env(), stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
 
 
 def stop_group(process: subprocess.Popen, grace_s: float = 20) -> None:
