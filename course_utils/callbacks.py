@@ -10,6 +10,7 @@ import time
 
 import keras
 
+from .checkpoints import fingerprint
 from .timing import throughput
 
 
@@ -27,7 +28,8 @@ class Throughput(keras.callbacks.Callback):
     other callbacks' ``on_epoch_begin``), and :attr:`after_training_seconds`, from the end of the
     last training batch to this callback's ``on_epoch_end`` (validation, and the end-of-epoch work
     of the callbacks listed before this one, such as ``ModelCheckpoint``). The three add up to
-    :attr:`epoch_wall_seconds`.
+    :attr:`epoch_wall_seconds`. :attr:`initial_weights_fingerprint` is a hash of the weights training
+    started from (:func:`course_utils.checkpoints.fingerprint`), so that runs can be shown to start alike.
     """
 
     def __init__(self, examples_per_epoch: int, print_fn=None):
@@ -42,9 +44,14 @@ class Throughput(keras.callbacks.Callback):
         self.after_training_seconds: list[float] = []
         self.before_training_seconds: list[float] = []
         self.epoch_wall_seconds: list[float] = []
+        self.initial_weights_fingerprint: str | None = None
         self._epoch_begin: float | None = None
         self._start: float | None = None
         self._last_end: float | None = None
+
+    def on_train_begin(self, logs=None):
+        if self.initial_weights_fingerprint is None:  # the first fit this callback sees
+            self.initial_weights_fingerprint = fingerprint(self.model.get_weights())
 
     def on_epoch_begin(self, epoch, logs=None):
         self._epoch_begin = time.perf_counter()

@@ -70,6 +70,18 @@ class Profile:
         return found.get(name, 0.0) / sum(found.values())
 
 
+def combine(profiles) -> Profile:
+    """One profile of every step of ``profiles`` (repeated recordings of the same steps): their step times
+    together, their op times added up, so :meth:`Profile.per_step` averages over all of them."""
+    profiles = list(profiles)
+    if not profiles:
+        raise ValueError("no profile to combine")
+    op_seconds = Counter()
+    for profile in profiles:
+        op_seconds.update(profile.op_seconds)
+    return Profile(tuple(s for profile in profiles for s in profile.step_seconds), dict(op_seconds))
+
+
 def trace_file(logdir: str | Path) -> Path:
     found = sorted(Path(logdir).glob("plugins/profile/*/*.xplane.pb"))
     if not found:

@@ -13,6 +13,7 @@ on the machine and the run, so it is printed by these functions:
 from __future__ import annotations
 
 import math
+import statistics
 
 
 def separate(ours: tuple[float, float], theirs: tuple[float, float]) -> int:
@@ -24,8 +25,12 @@ def separate(ours: tuple[float, float], theirs: tuple[float, float]) -> int:
     return 1 if low > their_high else -1 if high < their_low else 0
 
 
-def speed(rates: dict, name: str, baseline: str, unit: str = "images/s") -> str:
-    """``name`` against ``baseline`` from ``{variant: [rate per repeat]}`` (higher is faster)."""
+def speed(rates: dict, name: str, baseline: str, unit: str = "images/s", max_spread: float | None = None) -> str:
+    """``name`` against ``baseline`` from ``{variant: [rate per repeat]}`` (higher is faster).
+
+    ``max_spread``: when the ranges overlap and either spans more than this share of its median, the
+    repeats were too disturbed to tell anything, and the verdict says so instead of "within noise" (ranges
+    that separate decide whatever their width)."""
     ours, theirs = rates[name], rates[baseline]
     if len(ours) < 2 or len(theirs) < 2:
         return (f"{name} vs {baseline}: no verdict from {min(len(ours), len(theirs))} run(s) each "
@@ -35,6 +40,11 @@ def speed(rates: dict, name: str, baseline: str, unit: str = "images/s") -> str:
     side = separate((low, high), (base_low, base_high))
     if side:
         return f"{name} is {'faster' if side > 0 else 'slower'} than {baseline}: the ranges separate ({ranges})"
+    spans = [(max(r) - min(r)) / statistics.median(r) for r in (ours, theirs)]
+    if max_spread is not None and max(spans) > max_spread:
+        return (f"{name} vs {baseline}: cannot tell from this run, the ranges overlap and span "
+                f"{spans[0]:.0%} and {spans[1]:.0%} of their medians (more than {max_spread:.0%}: a disturbed "
+                f"run; rerun on a quiet machine) ({ranges})")
     return f"{name} and {baseline}: within noise, the ranges overlap ({ranges})"
 
 

@@ -120,3 +120,21 @@ def test_throughput_rejects_bad_input():
         callbacks.Throughput(0)
     with pytest.raises(RuntimeError, match="no training batch"):
         callbacks.Throughput(10).on_epoch_end(0)
+
+
+def test_throughput_fingerprints_the_weights_training_started_from():
+    from course_utils import checkpoints
+
+    x, y = _data()
+    keras.utils.set_random_seed(0)
+    first = _tiny_model()
+    keras.utils.set_random_seed(0)
+    second = _tiny_model()
+    before = checkpoints.fingerprint(first.get_weights())
+    meters = [callbacks.Throughput(40), callbacks.Throughput(40)]
+    first.fit(x, y, batch_size=8, epochs=2, verbose=0, callbacks=[meters[0]])
+    assert meters[0].initial_weights_fingerprint == before != checkpoints.fingerprint(first.get_weights())
+    first.fit(x, y, batch_size=8, epochs=1, verbose=0, callbacks=[meters[0]])  # a second fit keeps the first start
+    assert meters[0].initial_weights_fingerprint == before
+    second.fit(x, y, batch_size=8, epochs=1, verbose=0, callbacks=[meters[1]])
+    assert meters[1].initial_weights_fingerprint == before  # the same seed: the same start

@@ -71,3 +71,17 @@ def test_same_arrays_compares_the_weights_not_the_files(tmp_path):
     assert not checkpoints.same_arrays(tmp_path / "a.weights.h5", tmp_path / "c.weights.h5")
     with pytest.raises(checkpoints.CheckpointError, match="No weights file"):
         checkpoints.same_arrays(tmp_path / "a.weights.h5", tmp_path / "missing.weights.h5")
+
+
+def test_fingerprint_tells_equal_weights_from_different_ones():
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    first = checkpoints.fingerprint(v.numpy() for v in model.weights)
+    assert first == checkpoints.fingerprint([np.array(v.numpy()) for v in model.weights])  # copies: same bytes
+    assert len(first) == 12 and int(first, 16) >= 0
+    changed = [v.numpy() for v in model.weights]
+    changed[1] = changed[1] + np.float32(1e-7)                # one bias moved a little
+    assert checkpoints.fingerprint(changed) != first
+    assert checkpoints.fingerprint(reversed([v.numpy() for v in model.weights])) != first  # order counts
+    # a transposed (non-contiguous) view hashes its values in C order, like its contiguous copy
+    kernel = model.weights[0].numpy()
+    assert checkpoints.fingerprint([kernel.T]) == checkpoints.fingerprint([np.ascontiguousarray(kernel.T)])

@@ -99,3 +99,17 @@ def test_a_real_trace_of_keras_fit_names_the_convolutions(tmp_path):
     per_step = profile.per_step()
     for name in (op_profile.CONV_FORWARD, op_profile.CONV_FILTER, op_profile.CONV_INPUT, op_profile.DENSE):
         assert per_step.get(name, 0) > 0, per_step
+
+
+def test_combined_profiles_average_their_op_time_over_all_their_steps():
+    first = op_profile.Profile((0.010, 0.012), {"Conv2D": 0.004, "AddN": 0.002})
+    second = op_profile.Profile((0.020,), {"Conv2D": 0.005, "MatMul": 0.003})
+    both = op_profile.combine([first, second])
+    assert both.step_seconds == (0.010, 0.012, 0.020) and both.steps == 3
+    assert both.op_seconds == pytest.approx({"Conv2D": 0.009, "AddN": 0.002, "MatMul": 0.003})
+    per_step = both.per_step()
+    assert per_step[op_profile.CONV_FORWARD] == pytest.approx(0.003)
+    assert per_step[op_profile.ALL_REDUCE] == pytest.approx(0.002 / 3)
+    assert first.op_seconds == {"Conv2D": 0.004, "AddN": 0.002}  # the inputs are left as they were
+    with pytest.raises(ValueError, match="no profile"):
+        op_profile.combine([])

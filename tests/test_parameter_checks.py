@@ -74,6 +74,7 @@ def test_other_device_and_worker_counts_that_work_pass(notebook, values):
     ("notebooks/08_slurm.ipynb", {"WORKERS": 64}, "WORKERS = 64 is more than this machine's cores"),
     ("notebooks/08_slurm.ipynb", {"WORKERS": 3}, "WORKERS = 3 is not a multiple of NODES = 2"),
     ("notebooks/01_strategies_overview.ipynb", {"NUM_DEVICES": -1}, "NUM_DEVICES = -1: give a whole number"),
+    ("notebooks/01_strategies_overview.ipynb", {"NUM_DEVICES": 1}, "Use NUM_DEVICES >= 2"),
     ("notebooks/04_single_vs_multi_device.ipynb", {"NUM_DEVICES": 3, "LIMIT": None},
      "LIMIT = 60000 is not a multiple of PER_REPLICA_BATCH * NUM_DEVICES = 192"),
     ("notebooks/04_single_vs_multi_device.ipynb", {"LIMIT": 384},

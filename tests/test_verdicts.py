@@ -30,3 +30,14 @@ def test_separate_is_the_range_rule_on_two_ranges():
     assert verdicts.separate((1, 3), (2, 4)) == 0 and verdicts.separate((1, 2), (2, 3)) == 0, "touching: overlap"
     with pytest.raises(ValueError, match="low <= high"):
         verdicts.separate((2, 1), (0, 3))
+
+
+def test_speed_cannot_tell_from_overlapping_ranges_wider_than_max_spread():
+    disturbed = {"naive": [468, 1861, 3299], "tuned": [468, 934, 1860], "quiet": [1800, 1850, 1900]}
+    said = verdicts.speed(disturbed, "tuned", "naive", max_spread=0.25)
+    assert said.startswith("tuned vs naive: cannot tell from this run") and "152%" in said and "more than 25%" in said
+    assert "within noise" in verdicts.speed(disturbed, "tuned", "naive")        # no limit given: as before
+    narrow = {"a": [100, 104], "b": [101, 105]}
+    assert "within noise" in verdicts.speed(narrow, "a", "b", max_spread=0.25)  # narrow ranges: a real overlap
+    separated = {"a": [100, 400], "b": [10, 20]}
+    assert verdicts.speed(separated, "a", "b", max_spread=0.25).startswith("a is faster than b")  # wide but apart
