@@ -124,6 +124,7 @@ def plot_measured_vs_predicted(x: Sequence[float], measured: Mapping[str, Sequen
         ax.plot(x, predicted[series], linestyle="--", color=color, alpha=0.7, label=f"{series}, predicted")
     ax.set_xscale("log")
     ax.set_xticks(list(x), [str(v) for v in x])
+    ax.minorticks_off()  # a log axis labels minor ticks too, over the batch sizes
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.grid(alpha=0.3)

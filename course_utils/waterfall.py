@@ -142,37 +142,38 @@ def plot_waterfall(start: tuple[str, float], parts: Sequence[tuple[str, float, f
                    end: tuple[str, float], title: str | None = None, unit: str = "s"):
     """Bars from ``start`` (label, value) through each part (label, median, low, high) to ``end``.
 
-    Each part floats where the running total has reached; its whisker is the range of its differences.
+    Each part floats where the running total has reached; its whisker is the range of its differences (low
+    to high, drawn where they would take the running total, whether or not the bar's value lies inside it).
     Whatever the parts do not add up to is drawn as the last part, "remainder", in grey.
     """
     import matplotlib.pyplot as plt  # noqa: PLC0415
 
-    labels, bottoms, heights, colors, errors = [start[0]], [0.0], [start[1]], ["tab:blue"], [(0.0, 0.0)]
+    labels, bottoms, heights, colors, whiskers = [start[0]], [0.0], [start[1]], ["tab:blue"], []
     total = start[1]
     for label, value, low, high in parts:
         labels.append(label)
         bottoms.append(total if value >= 0 else total + value)
         heights.append(abs(value))
         colors.append("tab:red" if value >= 0 else "tab:green")
-        errors.append((value - low, high - value))
+        whiskers.append((len(labels) - 1, total + low, total + high))
         total += value
     remainder = end[1] - total
     labels.append("remainder")
     bottoms.append(total if remainder >= 0 else total + remainder)
     heights.append(abs(remainder))
     colors.append("tab:gray")
-    errors.append((0.0, 0.0))
     labels.append(end[0])
     bottoms.append(0.0)
     heights.append(end[1])
     colors.append("tab:blue")
-    errors.append((0.0, 0.0))
     fig, ax = plt.subplots(figsize=(max(6.0, 0.75 * len(labels)), 4.0))
     x = range(len(labels))
     ax.bar(x, heights, bottom=bottoms, color=colors)
-    tops = [b + h for b, h in zip(bottoms, heights)]
-    centers = [t if c == "tab:red" else b for t, b, c in zip(tops, bottoms, colors)]
-    ax.errorbar(x, centers, yerr=list(zip(*errors)), fmt="none", ecolor="black", capsize=3)
+    if whiskers:
+        at, lows, highs = zip(*whiskers)
+        ax.vlines(at, lows, highs, color="black")
+        for ends in (lows, highs):
+            ax.scatter(at, ends, marker="_", color="black", s=60)
     ax.set_xticks(list(x), labels, rotation=30, ha="right")
     ax.set_ylabel(unit)
     if title:

@@ -97,3 +97,15 @@ def test_the_waterfall_draws_each_part_from_the_running_total_and_the_remainder(
     assert spans == [(0.0, 10.0), (10.0, 13.0), (12.0, 13.0), (12.0, 13.0), (0.0, 13.0)]
     labels = [t.get_text() for t in fig.axes[0].get_xticklabels()]
     assert labels == ["one device", "cost", "saving", "remainder", "Mirrored"]
+
+
+def test_a_whisker_is_the_parts_range_even_when_its_value_lies_outside_it():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    # a fastest-run difference (0.5) outside the range of the paired differences (0.6 to 0.9): it happens
+    fig = waterfall.plot_waterfall(("one device", 10.0), [("cost", 0.5, 0.6, 0.9), ("saving", -1.0, -2.0, 0.0)],
+                                   ("Mirrored", 9.5))
+    lines = next(c for c in fig.axes[0].collections if c.get_segments())
+    whiskers = sorted((round(seg[0][0]), round(seg[0][1], 6), round(seg[1][1], 6)) for seg in lines.get_segments())
+    assert whiskers == [(1, 10.6, 10.9), (2, 8.5, 10.5)]  # from each part's running total: 10 + range, 10.5 + range
