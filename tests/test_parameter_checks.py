@@ -87,7 +87,7 @@ def test_other_device_and_worker_counts_that_work_pass(notebook, values):
     ("notebooks/03_custom_training_loop.ipynb", {"NUM_DEVICES": 2, "TRAIN_REPLICAS": 2}, "Use NUM_DEVICES >= 3"),
     ("notebooks/05b_network_links.ipynb", {"SLOW": "10gbit"}, "SLOW = '10gbit' is not one of RATES"),
     ("notebooks/05b_network_links.ipynb", {"SCALING_BATCHES": [128, 32]}, "in increasing order"),
-    ("notebooks/06_parameter_servers.ipynb", {"STEPS": 3}, "Use STEPS >= 4"),
+    ("notebooks/06_parameter_servers.ipynb", {"STEPS": 39}, "Use STEPS >= 40"),
 ])
 def test_values_that_cannot_work_stop_with_a_message(notebook, values, message):
     with pytest.raises(parameters.ParameterError) as stopped:
