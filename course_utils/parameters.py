@@ -68,8 +68,10 @@ def batches_split(name: str, examples: int | None, batch: int, replicas: int, re
     Keras 3's ``fit`` and ``evaluate`` under ``MirroredStrategy`` average the *first* batch over the
     replicas to build the model (``keras/src/backend/tensorflow/trainer.py``, ``_maybe_symbolic_build``):
     uneven pieces fail there ("Inputs to operation AddN ... must have the same size and shape"). A later,
-    partial batch may split unevenly, but a replica left with *no* example fails in a convolution ("input
-    depth must be evenly divisible by filter depth"). ``examples`` ``None``: the split's size is not known
+    partial batch may split unevenly, but a replica left with *no* example fails in oneDNN's convolution
+    ("input depth must be evenly divisible by filter depth"; TensorFlow uses oneDNN by default on x86 CPUs
+    with AVX-512 VNNI/BF16 or AMX; Eigen's kernels, elsewhere, take it), so the check refuses it everywhere.
+    ``examples`` ``None``: the split's size is not known
     here; only the first batch is checked (the whole split is larger than any batch).
     """
     first = batch if examples is None else min(batch, examples)
@@ -82,6 +84,7 @@ def batches_split(name: str, examples: int | None, batch: int, replicas: int, re
              f"split evenly (Keras 3 then fails with 'Inputs to operation AddN ... must have the same size "
              f"and shape')" if first % replicas else
              f"the last batch would be {last} example{'s' * (last > 1)}, which leaves some of the "
-             f"{replicas_name} = {replicas} replicas none (Keras 3 then fails in a convolution)")
+             f"{replicas_name} = {replicas} replicas none (Keras 3 then fails in a convolution on CPUs where "
+             f"TensorFlow uses oneDNN)")
     raise ParameterError(f"{name} = {examples}: {piece}. Use a multiple of {replicas}, e.g. {name} = "
                          f"{' or '.join(map(str, ok))}.")
