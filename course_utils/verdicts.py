@@ -25,6 +25,12 @@ def separate(ours: tuple[float, float], theirs: tuple[float, float]) -> int:
     return 1 if low > their_high else -1 if high < their_low else 0
 
 
+def against_zero(low: float, high: float) -> str:
+    """The range rule on a range of differences (low, high): "above zero", "below zero", or, when it
+    includes 0, "cannot tell from zero"."""
+    return {1: "above zero", -1: "below zero", 0: "cannot tell from zero"}[separate((low, high), (0.0, 0.0))]
+
+
 def speed(rates: dict, name: str, baseline: str, unit: str = "images/s", max_spread: float | None = None) -> str:
     """``name`` against ``baseline`` from ``{variant: [rate per repeat]}`` (higher is faster).
 

@@ -101,8 +101,11 @@ def fastest(runs: Sequence[Run]) -> Run:
     return min(runs, key=lambda r: r.seconds)
 
 
-def compare(runs: Mapping[str, Sequence[Run]], name: str, before: str) -> str:
-    """The course's rule on whole-run times: longer or shorter only when the ranges separate."""
+def compare(runs: Mapping[str, Sequence[Run]], name: str, before: str, max_spread: float | None = None) -> str:
+    """The course's rule on whole-run times: longer or shorter only when the ranges separate.
+
+    ``max_spread``: when the ranges overlap and either spans more than this share of its median, the runs
+    were too disturbed to tell, and the verdict says so instead of "within noise"."""
     ours, theirs = seconds(runs[name]), seconds(runs[before])
     if len(ours) < 2 or len(theirs) < 2:
         return f"no verdict from {min(len(ours), len(theirs))} run(s) each (the rule needs 2 repeats)"
@@ -111,11 +114,16 @@ def compare(runs: Mapping[str, Sequence[Run]], name: str, before: str) -> str:
         return f"costs time: the ranges separate ({ranges})"
     if max(ours) < min(theirs):
         return f"saves time: the ranges separate ({ranges})"
+    spans = [(max(r) - min(r)) / median(r) for r in (ours, theirs)]
+    if max_spread is not None and max(spans) > max_spread:
+        return (f"cannot tell: the ranges overlap and span {spans[0]:.0%} and {spans[1]:.0%} of their medians "
+                f"(more than {max_spread:.0%}: disturbed runs) ({ranges})")
     return f"within noise: the ranges overlap ({ranges})"
 
 
-def chain_steps(runs: Mapping[str, Sequence[Run]], chain: Sequence[str]) -> list[Step]:
-    """Each change along ``chain``: paired differences of whole-run times, round by round, and the verdict."""
+def chain_steps(runs: Mapping[str, Sequence[Run]], chain: Sequence[str], max_spread: float | None = None) -> list[Step]:
+    """Each change along ``chain``: paired differences of whole-run times, round by round, and the verdict
+    (:func:`compare`, with ``max_spread``)."""
     if missing := [name for name in chain if name not in runs]:
         raise KeyError(f"no runs for {missing}: time them with interleaved_runs first")
     steps = []
@@ -124,7 +132,7 @@ def chain_steps(runs: Mapping[str, Sequence[Run]], chain: Sequence[str]) -> list
             raise ValueError(f"{name!r} and {before!r} have different numbers of rounds: not paired")
         diffs = tuple(b.seconds - a.seconds for a, b in zip(runs[before], runs[name]))
         gap = fastest(runs[name]).seconds - fastest(runs[before]).seconds
-        steps.append(Step(name, before, gap, diffs, compare(runs, name, before)))
+        steps.append(Step(name, before, gap, diffs, compare(runs, name, before, max_spread)))
     return steps
 
 

@@ -41,3 +41,9 @@ def test_speed_cannot_tell_from_overlapping_ranges_wider_than_max_spread():
     assert "within noise" in verdicts.speed(narrow, "a", "b", max_spread=0.25)  # narrow ranges: a real overlap
     separated = {"a": [100, 400], "b": [10, 20]}
     assert verdicts.speed(separated, "a", "b", max_spread=0.25).startswith("a is faster than b")  # wide but apart
+
+
+def test_a_range_of_differences_is_judged_against_zero():
+    assert verdicts.against_zero(0.1, 0.5) == "above zero" and verdicts.against_zero(-0.5, -0.1) == "below zero"
+    assert verdicts.against_zero(-0.1, 0.5) == "cannot tell from zero"
+    assert verdicts.against_zero(0.0, 0.5) == "cannot tell from zero", "a range touching 0 includes it"

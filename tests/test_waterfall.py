@@ -78,6 +78,11 @@ def test_chain_steps_pair_the_rounds_and_give_the_rule_s_verdict():
     cost, cure = waterfall.chain_steps(apart, ["base", "cost", "cure"])
     assert cost.verdict.startswith("costs time") and cure.verdict.startswith("saves time")
     assert "no verdict" in waterfall.compare({"a": [Run(1.0)], "b": [Run(2.0)]}, "b", "a")
+    # ranges wider than max_spread of their medians cannot decide: "cannot tell", not "within noise"
+    wide, = waterfall.chain_steps(runs, ["base", "slower"], max_spread=0.25)  # base spans 10/11 of its median
+    assert wide.verdict.startswith("cannot tell") and "91%" in wide.verdict
+    narrow = {"a": [Run(10.0), Run(10.5)], "b": [Run(10.2), Run(10.4)]}
+    assert waterfall.compare(narrow, "b", "a", max_spread=0.25).startswith("within noise")
     with pytest.raises(KeyError, match="no runs for"):
         waterfall.chain_steps(runs, ["base", "missing"])
     with pytest.raises(ValueError, match="not paired"):
