@@ -25,6 +25,11 @@ def separate(ours: tuple[float, float], theirs: tuple[float, float]) -> int:
     return 1 if low > their_high else -1 if high < their_low else 0
 
 
+def spans(*groups) -> list[float]:
+    """Each group's range (max - min) as a share of its median: how far its repeats were disturbed."""
+    return [(max(g) - min(g)) / statistics.median(g) for g in groups]
+
+
 def against_zero(low: float, high: float) -> str:
     """The range rule on a range of differences (low, high): "above zero", "below zero", or, when it
     includes 0, "cannot tell from zero"."""
@@ -46,10 +51,10 @@ def speed(rates: dict, name: str, baseline: str, unit: str = "images/s", max_spr
     side = separate((low, high), (base_low, base_high))
     if side:
         return f"{name} is {'faster' if side > 0 else 'slower'} than {baseline}: the ranges separate ({ranges})"
-    spans = [(max(r) - min(r)) / statistics.median(r) for r in (ours, theirs)]
-    if max_spread is not None and max(spans) > max_spread:
+    wide = spans(ours, theirs)
+    if max_spread is not None and max(wide) > max_spread:
         return (f"{name} vs {baseline}: cannot tell from this run, the ranges overlap and span "
-                f"{spans[0]:.0%} and {spans[1]:.0%} of their medians (more than {max_spread:.0%}: a disturbed "
+                f"{wide[0]:.0%} and {wide[1]:.0%} of their medians (more than {max_spread:.0%}: a disturbed "
                 f"run; rerun on a quiet machine) ({ranges})")
     return f"{name} and {baseline}: within noise, the ranges overlap ({ranges})"
 

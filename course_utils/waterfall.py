@@ -26,6 +26,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from statistics import median
 
+from course_utils import verdicts
+
 
 @dataclass(frozen=True)
 class Run:
@@ -114,9 +116,9 @@ def compare(runs: Mapping[str, Sequence[Run]], name: str, before: str, max_sprea
         return f"costs time: the ranges separate ({ranges})"
     if max(ours) < min(theirs):
         return f"saves time: the ranges separate ({ranges})"
-    spans = [(max(r) - min(r)) / median(r) for r in (ours, theirs)]
-    if max_spread is not None and max(spans) > max_spread:
-        return (f"cannot tell: the ranges overlap and span {spans[0]:.0%} and {spans[1]:.0%} of their medians "
+    wide = verdicts.spans(ours, theirs)
+    if max_spread is not None and max(wide) > max_spread:
+        return (f"cannot tell: the ranges overlap and span {wide[0]:.0%} and {wide[1]:.0%} of their medians "
                 f"(more than {max_spread:.0%}: disturbed runs) ({ranges})")
     return f"within noise: the ranges overlap ({ranges})"
 
