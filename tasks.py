@@ -368,7 +368,9 @@ def suite(args: list[str]) -> int:
     # Each notebook is executed once: nbval's run below is the smoke run (it fails on any error), so the
     # papermill smoke tests (marker smoke_run, for running pytest directly) are left out here.
     select = [] if "-m" in args else ["-m", "not smoke_run and not browser"]
-    rc = subprocess.run([PY, "-m", "pytest", "tests", *select, *args], cwd=ROOT, env=env).returncode
+    # The slowest tests and notebook cells are listed at the end of each run (--durations): what to look at
+    # first when the suite outgrows its time budget.
+    rc = subprocess.run([PY, "-m", "pytest", "tests", "--durations=15", *select, *args], cwd=ROOT, env=env).returncode
     if rc != 0:
         return rc
     say("nbval: every notebook executed in the smoke setting; checked outputs compared with the committed ones")
@@ -384,7 +386,7 @@ def suite(args: list[str]) -> int:
     # Two notebooks at a time (pytest-xdist, a notebook's cells on one worker: --dist loadfile): one uses
     # about half of a 2-core machine, waiting on worker processes, barriers and start-ups.
     rc = subprocess.run(
-        [PY, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadfile",
+        [PY, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadfile", "--durations=15",
          "--nbval-lax", "--nbval-current-env",
          "--nbval-sanitize-with", ROOT / "tests" / "nbval_sanitize.cfg", "-o", "testpaths=",
          staged], cwd=staged, env=env).returncode
