@@ -2,6 +2,8 @@
 
     python benchmarks/training_throughput.py                 # the naive run, then the cures one at a time
     python benchmarks/training_throughput.py --grid --replicas 1,2 --batches 64,256 --precision float32
+    python benchmarks/training_throughput.py --grid --replicas 1 --batches 256 --input cached \
+        --steps-per-execution 1 --precision float32 --onednn 0,1   # TensorFlow's own kernels vs oneDNN's
     python benchmarks/training_throughput.py --help
 
 Each configuration runs in a process of its own (logical devices are fixed when TensorFlow starts):
@@ -18,7 +20,11 @@ the CNN's training FLOPs per image from its layer shapes (forward pass x 3: the 
 twice the forward). The mixed-precision configurations use ``course_utils.peak.mixed_precision_policy()``
 (``mixed_bfloat16`` on a CPU with bfloat16 instructions, ``mixed_float16`` on GPUs) and are left out,
 with its reason, where it names none; ``--precision`` names one instead. A configuration TensorFlow
-cannot run here is recorded with TensorFlow's message and sits out the later rounds. Then the best
+cannot run here is recorded with TensorFlow's message and sits out the later rounds. ``--onednn 0,1`` sets
+``TF_ENABLE_ONEDNN_OPTS`` in each configuration's process (TensorFlow reads it when it starts): on x86 it
+chooses between TensorFlow's own CPU kernels (Eigen's) and oneDNN's, which TensorFlow on Linux uses by default
+only on CPUs with AVX-512 VNNI or bfloat16, AVX-VNNI or AMX instructions (``DefaultOneDnnPolicy`` in its
+``tensorflow/core/util/port.cc``). Then the best
 float32 configuration and the best overall train ``--accuracy-epochs`` epochs from the same seed and
 report their test accuracy. Results: a table, ``--out``.json (with the machine: CPU model and flags,
 logical CPUs, Python, TensorFlow and Keras versions, the precision policy) and ``--out``.png (about 4
@@ -60,10 +66,12 @@ class Config:
     steps_per_execution: int = 1
     xla: bool = False
     precision: str = "float32"  # or "mixed_bfloat16", "mixed_float16"
+    onednn: str = "default"     # TF_ENABLE_ONEDNN_OPTS for its process: "0", "1", or "default" (left as it is)
 
     def label(self) -> str:
         return (f"{self.replicas}x{self.batch} {self.input} spe{self.steps_per_execution}"
-                f"{' xla' if self.xla else ''} {self.precision.replace('mixed_', '')}")
+                f"{' xla' if self.xla else ''} {self.precision.replace('mixed_', '')}"
+                f"{'' if self.onednn == 'default' else ' onednn' + self.onednn}")
 
 
 def preset(mixed: str | None) -> list[Config]:
@@ -80,7 +88,8 @@ def preset(mixed: str | None) -> list[Config]:
 
 
 def grid(args) -> list[Config]:
-    lists = [args.replicas, args.batches, args.input, args.steps_per_execution, args.xla, args.precision]
+    lists = [args.replicas, args.batches, args.input, args.steps_per_execution, args.xla, args.precision,
+             args.onednn]
     return list(dict.fromkeys(Config(*values) for values in itertools.product(*lists)))
 
 
@@ -196,9 +205,23 @@ def measure_peak() -> dict:
 
 # -- the parent ---------------------------------------------------------------------------------------------
 
+def child_env(payload: dict, environ=os.environ) -> dict:
+    """A child's environment: TensorFlow's start-up lines off, and where the payload's configuration names
+    "0" or "1", ``TF_ENABLE_ONEDNN_OPTS`` set to it (TensorFlow reads it once, when it starts: one reason each
+    configuration has a process of its own). "default" leaves it as it is: unset, TensorFlow's own choice
+    for the CPU (on Linux, oneDNN only where the CPU has AVX-512 VNNI or bfloat16, AVX-VNNI or AMX)."""
+    env = {**environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    onednn = payload.get("config", {}).get("onednn", "default")
+    if onednn not in ("default", "0", "1"):
+        raise ValueError(f"onednn must be default, 0 or 1, got {onednn!r}")
+    if onednn != "default":
+        env["TF_ENABLE_ONEDNN_OPTS"] = onednn
+    return env
+
+
 def _child(payload: dict) -> dict:
     done = subprocess.run([sys.executable, __file__, "--child", json.dumps(payload)], capture_output=True,
-                          text=True, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}, timeout=1800)
+                          text=True, env=child_env(payload), timeout=1800)
     lines = [line for line in done.stdout.splitlines() if line.startswith(RESULT)]
     if done.returncode != 0 or not lines:
         if "peak" in payload:
@@ -240,7 +263,7 @@ class Child:
             self.proc = subprocess.Popen([*(argv or [sys.executable, __file__, "--child"]), json.dumps(payload)],
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                          text=True, errors="replace", start_new_session=True,
-                                         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+                                         env=child_env(payload))
             processes.LIVE[self.proc.pid] = self.proc  # stopped at exit if nothing else stops it
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -404,6 +427,9 @@ def main(argv=None) -> int:
     parser.add_argument("--precision", type=words, help="float32, mixed_bfloat16, mixed_float16, auto (this "
                         "machine's mixed policy, left out where none); default float32,auto. Without --grid: "
                         "the first mixed one is the preset's")
+    parser.add_argument("--onednn", type=words, default=["default"],
+                        help="default,0,1: TF_ENABLE_ONEDNN_OPTS for each configuration's process (default: as "
+                             "this environment has it; unset, TensorFlow decides by the CPU)")
     parser.add_argument("--steps", type=int, default=20, help="training steps per timed epoch")
     parser.add_argument("--repeats", type=int, default=5,
                         help="rounds: timed epochs per configuration, interleaved (after one untimed)")
@@ -416,6 +442,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")
+    if bad := [v for v in args.onednn if v not in ("default", "0", "1")]:
+        parser.error(f"--onednn takes default, 0 and 1, not {', '.join(bad)}")
     if args.child:
         payload = json.loads(args.child)
         if "steps" in payload:
@@ -467,6 +495,7 @@ def main(argv=None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps({
         "date": datetime.date.today().isoformat(), **machine(software), **measured, "steps": args.steps,
+        "TF_ENABLE_ONEDNN_OPTS": os.environ.get("TF_ENABLE_ONEDNN_OPTS"),
         "repeats": args.repeats, "interleaved": True, "precisions": args.precision,
         "mixed_precision_left_out": left_out, "headline": headline,
         "accuracy": accuracies, "results": results,

@@ -31,9 +31,41 @@ def test_preset_starts_from_the_seeds_naive_run_and_adds_one_cure_at_a_time():
 
 def test_grid_is_every_combination():
     args = bench.argparse.Namespace(replicas=[1, 2], batches=[64], input=["naive", "cached"], steps_per_execution=[1],
-                                    xla=[False], precision=["float32", "mixed_bfloat16"])
+                                    xla=[False], precision=["float32", "mixed_bfloat16"], onednn=["default"])
     configs = bench.grid(args)
     assert len(configs) == 8 and len(set(configs)) == 8
+    args.onednn = ["0", "1"]
+    both = bench.grid(args)
+    assert len(both) == 16 and len({c.label() for c in both}) == 16  # oneDNN off and on, told apart by label
+    assert {c.label().split()[-1] for c in both} == {"onednn0", "onednn1"}
+    assert "onednn" not in configs[0].label()
+
+
+def test_child_env_sets_onednn_only_where_the_configuration_names_it():
+    environ = {"PATH": "/bin", "TF_ENABLE_ONEDNN_OPTS": "0"}
+    for onednn, expected in [("1", "1"), ("0", "0"), ("default", "0")]:
+        env = bench.child_env({"config": asdict(bench.Config(onednn=onednn))}, environ)
+        assert env["TF_ENABLE_ONEDNN_OPTS"] == expected and env["TF_CPP_MIN_LOG_LEVEL"] == "3"
+    assert "TF_ENABLE_ONEDNN_OPTS" not in bench.child_env({"peak": True}, {"PATH": "/bin"})
+    with pytest.raises(ValueError, match="default, 0 or 1"):
+        bench.child_env({"config": {"onednn": "yes"}}, environ)
+
+
+def test_a_child_process_gets_its_configurations_onednn_setting():
+    shows = "import json, os; print('RESULT ' + json.dumps({'seen': os.environ.get('TF_ENABLE_ONEDNN_OPTS')}))"
+    for onednn in ("0", "1"):
+        child = bench.Child({"config": asdict(bench.Config(onednn=onednn))}, argv=[sys.executable, "-c", shows],
+                            timeout=60)
+        try:
+            assert child.read_result() == {"seen": onednn}
+        finally:
+            child.close(grace=10)
+
+
+def test_an_unknown_onednn_value_is_refused_with_the_values_it_takes(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        bench.main(["--onednn", "0,on"])
+    assert exit_.value.code == 2 and "--onednn takes default, 0 and 1, not on" in capsys.readouterr().err
 
 
 def test_summary_gives_fractions_of_the_peak_ratios_and_keeps_failures():
