@@ -291,3 +291,18 @@ def test_main_uses_the_policy_scales_the_learning_rate_and_records_the_machine(
     assert (record["tensorflow"], record["keras"], record["precision_policy"]) == ("2.99", "3.99", policy)
     assert record["precision_policy_reason"] == why and isinstance(record["cpu_flags"], list)
     assert record["cpu_model"] and record["cpus"] == os.cpu_count() and record["interleaved"] is True
+
+
+def test_the_readme_quotes_only_rates_that_are_in_the_committed_results():
+    """Every "median (low-high)" images/s figure in benchmarks/README.md is a configuration's median and range
+    in one of the committed training-throughput JSON files, rounded as printed."""
+    import re
+
+    root = Path(__file__).resolve().parent.parent / "benchmarks"
+    quoted = re.findall(r"\| ([\d,]+) \(([\d,]+)-([\d,]+)\) \|", (root / "README.md").read_text())
+    recorded = {(round(r["median"]), round(r["range"][0]), round(r["range"][1]))
+                for path in (root / "results").glob("training_throughput*.json")
+                for r in json.loads(path.read_text())["results"] if "median" in r}
+    assert len(quoted) >= 8, "the README's tables were not found"
+    missing = [q for q in quoted if tuple(int(v.replace(",", "")) for v in q) not in recorded]
+    assert not missing, f"figures in benchmarks/README.md that no committed result holds: {missing}"
