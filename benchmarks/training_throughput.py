@@ -55,6 +55,7 @@ from course_utils import peak, processes  # neither imports TensorFlow: the pare
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULT = "RESULT "
+ONEDNN_CHOICES = ("default", "0", "1")  # TF_ENABLE_ONEDNN_OPTS per configuration; "default": left as it is
 CPU_FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "amx_bf16", "amx_tile", "fma")
 
 
@@ -212,7 +213,7 @@ def child_env(payload: dict, environ=os.environ) -> dict:
     for the CPU (on Linux, oneDNN only where the CPU has AVX-512 VNNI or bfloat16, AVX-VNNI or AMX)."""
     env = {**environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
     onednn = payload.get("config", {}).get("onednn", "default")
-    if onednn not in ("default", "0", "1"):
+    if onednn not in ONEDNN_CHOICES:
         raise ValueError(f"onednn must be default, 0 or 1, got {onednn!r}")
     if onednn != "default":
         env["TF_ENABLE_ONEDNN_OPTS"] = onednn
@@ -442,7 +443,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")
-    if bad := [v for v in args.onednn if v not in ("default", "0", "1")]:
+    if bad := [v for v in args.onednn if v not in ONEDNN_CHOICES]:
         parser.error(f"--onednn takes default, 0 and 1, not {', '.join(bad)}")
     if args.child:
         payload = json.loads(args.child)
