@@ -53,6 +53,11 @@ class Throughput(keras.callbacks.Callback):
         if self.initial_weights_fingerprint is None:  # the first fit this callback sees
             self.initial_weights_fingerprint = fingerprint(self.model.get_weights())
 
+    @property
+    def outside_steps_seconds(self) -> list[float]:
+        """Each epoch's time outside its steps: :attr:`before_training_seconds` plus :attr:`after_training_seconds`."""
+        return [b + a for b, a in zip(self.before_training_seconds, self.after_training_seconds)]
+
     def on_epoch_begin(self, epoch, logs=None):
         self._epoch_begin = time.perf_counter()
         self._start = self._last_end = None

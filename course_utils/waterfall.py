@@ -31,15 +31,29 @@ from course_utils import verdicts
 
 @dataclass(frozen=True)
 class Run:
-    """One whole timed run: its wall time and, when the run function reported them, its epochs' times."""
+    """One whole timed run: its wall time and, when the run function reported them, its epochs' times
+    (``epochs``: each epoch's steps) and the time each epoch spent outside its steps (``boundaries``: for
+    ``fit``, making the epoch's input iterator and deleting the one before, validation, the callbacks'
+    end-of-epoch work; :class:`course_utils.callbacks.Throughput` records both)."""
 
     seconds: float
     epochs: tuple[float, ...] = ()
+    boundaries: tuple[float, ...] = ()
+
+    def __post_init__(self):
+        if self.boundaries and len(self.boundaries) != len(self.epochs):
+            raise ValueError(f"{len(self.boundaries)} epoch boundaries for {len(self.epochs)} epochs: one per epoch")
 
     @property
     def setup(self) -> float:
-        """Seconds before the first epoch (model building, compiling) and after the last, when epochs are known."""
+        """Seconds outside the epochs' steps: before the first epoch (model building, compiling), at the epochs'
+        boundaries, and after the last, when epochs are known."""
         return self.seconds - sum(self.epochs)
+
+    @property
+    def outside_epochs(self) -> float:
+        """Seconds before the first epoch began and after the last ended: :attr:`setup` without the boundaries."""
+        return self.setup - sum(self.boundaries)
 
     @property
     def first_epoch_extra(self) -> float:

@@ -87,6 +87,10 @@ def test_throughput_times_training_steps_only():
     for parts in zip(meter.before_training_seconds, meter.epoch_seconds, meter.after_training_seconds,
                      meter.epoch_wall_seconds):
         assert min(parts) >= 0 and sum(parts[:3]) == pytest.approx(parts[3])
+    # each epoch's time outside its steps: the epoch's wall time less its steps, the slow callback in it
+    assert meter.outside_steps_seconds == pytest.approx([w - s for w, s in zip(meter.epoch_wall_seconds,
+                                                                              meter.epoch_seconds)])
+    assert min(meter.outside_steps_seconds) >= 0.3
     for seconds, rate, first in zip(meter.epoch_seconds, meter.images_per_sec, meter.first_step_seconds):
         assert 0 < first <= seconds
         assert rate == pytest.approx(40 / seconds)

@@ -64,6 +64,15 @@ def test_first_epoch_extra_is_measured_against_the_median_of_the_others():
         _ = Run(1.0, (1.0,)).first_epoch_extra
 
 
+def test_a_run_s_time_outside_the_steps_splits_into_epoch_boundaries_and_the_rest():
+    run = Run(10.0, epochs=(3.0, 2.0, 2.0), boundaries=(0.5, 1.5, 0.25))
+    assert run.setup == pytest.approx(3.0)  # everything outside the steps
+    assert run.outside_epochs == pytest.approx(0.75)  # before the first epoch and after the last
+    assert Run(10.0, (3.0, 2.0)).outside_epochs == pytest.approx(5.0)  # no boundaries reported: all of it
+    with pytest.raises(ValueError, match="one per epoch"):
+        Run(10.0, (3.0, 2.0), boundaries=(0.5,))
+
+
 def test_chain_steps_pair_the_rounds_and_give_the_rule_s_verdict():
     runs = {"base": [Run(10.0), Run(20.0), Run(11.0)],  # a slow spell in round 2 lands on every variant
             "slower": [Run(12.0), Run(22.5), Run(13.0)],
