@@ -102,7 +102,7 @@ with servers.start(sys.argv[1], cluster=spec, threads=1, log_dir=sys.argv[2]) as
         def fixed_loss():
             return float(model.loss(labels, model(images, training=False)))
         before = fixed_loss()
-        history = model.fit(tf_keras.utils.experimental.DatasetCreator(dataset_fn), epochs=2, steps_per_epoch=10,
+        history = model.fit(tf_keras.utils.experimental.DatasetCreator(dataset_fn), epochs=2, steps_per_epoch=25,
                             verbose=0).history
         return {"losses": history["loss"], "fixed_batch": [before, fixed_loss()], "shards": shards}
     attempt("tf_keras_fit_sharded", tf_keras_fit)
@@ -156,7 +156,8 @@ def test_tf_keras_fit_trains_a_kernel_sharded_over_two_parameter_servers(report)
     losses, shards = result["value"]["losses"], result["value"]["shards"]
     assert len(losses) == 2  # one loss per epoch: fit ran both epochs
     # Per-epoch losses of 32-image batches under asynchronous updates are too noisy to compare (CI once saw
-    # 2.66 then 2.98); the loss on one fixed 256-image batch before and after 20 Adam steps is not.
+    # 2.66 then 2.98); the loss on one fixed 256-image batch before and after 50 Adam steps is not. After 20
+    # steps it was not either: after/before ran 0.32, 0.54 and 0.81 (a CI failure); after 50, 0.20 and 0.21.
     before, after = result["value"]["fixed_batch"]
     assert after < 0.8 * before, (before, after)
     kernel = [places for name, places in shards.items() if name.startswith("dense/kernel")]
