@@ -1,7 +1,7 @@
 """How long deleting a tf.data input iterator waits, and whether each wait ends at a tuning round.
 
 Notebook 04's custom loop (the seed's) deletes its distributed training iterator at the end of every epoch;
-on the 2-core development machine that took from milliseconds to tens of seconds. With autotuning on
+on the 2-core development machine that took from milliseconds to seconds. With autotuning on
 (tf.data's default) every iterator runs a tuning thread (``Model::OptimizeLoop``, in TensorFlow's
 ``tensorflow/core/framework/model.cc``) that sleeps between tuning rounds for a period that doubles each
 round, from 10 ms up to a minute, and logs each sleep ("Waiting for N ms.") with ``TF_CPP_VMODULE=model=2``.
@@ -14,11 +14,14 @@ This script tests that reading. A child process, with that log on, trains the co
 marks each deletion's start and end; the parent reads the child's log and, for every deletion, finds
 whether a tuning thread logged a new sleep as the deletion started (woken, but not cancelled) and how far
 the deletion's end lies from the nearest round a thread had scheduled. ``--autotune off`` runs the same
-loop with ``tf.data.Options().autotune.enabled = False`` (no tuning thread); the default runs both,
-interleaved epoch by epoch in two processes. Writes ``results/iterator_teardown.json``.
+loop with ``tf.data.Options().autotune.enabled = False`` on the source dataset (whether the distributed
+iterator's own pipelines still tune is what the log shows); the default runs both, interleaved epoch by
+epoch in two processes. Writes ``results/iterator_teardown.json``; ``--from-logs`` analyses the children's
+logs of the last run again without running anything.
 
     .venv/bin/python benchmarks/iterator_teardown.py                 # about 3 minutes on 2 cores
     .venv/bin/python benchmarks/iterator_teardown.py --epochs 4 --autotune on
+    .venv/bin/python benchmarks/iterator_teardown.py --from-logs
 """
 
 from __future__ import annotations
@@ -33,6 +36,9 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # course_utils, run from a checkout
+from course_utils import processes  # noqa: E402 -- does not import TensorFlow
+
 SLOW = 0.1  # seconds: a deletion slower than this is a "wait"
 AT_ROUND = 0.05  # seconds: a deletion that ends this close to a scheduled round ends "at the round"
 WAITING = re.compile(r"^I\d{4} [\d:]*?(\d+\.\d+)\s+(\d+) model\.cc:\d+\] Waiting for (\d+) ms")
@@ -42,28 +48,32 @@ MARK = re.compile(r"^MARK (made|del_start|del_end) (\d+\.\d+)$")
 def analyse(lines: list[str]) -> list[dict]:
     """Each deletion in a child's log: its wait, whether a tuning thread logged a new sleep within ``AT_ROUND``
     of its start (woken by the cancellation, not stopped), the distance from its end to the nearest round
-    a thread had scheduled by then (None: no tuning thread logged a sleep), and how many tuning threads
-    logged a sleep since the deletion before."""
-    sleeps, deletions, start, epoch_threads = [], [], None, set()  # sleeps: (logged at, thread, due at)
+    the current iterator's threads had scheduled, each by its latest sleep logged before the end and due after
+    the start (None: none had), and how many tuning threads logged a sleep since the iterator was made."""
+    latest, deletions, start = {}, [], None  # latest: thread -> (logged at, due at), the current iterator's
+    woken = False
     for line in lines:
         if found := WAITING.match(line):
             logged, thread, ms = float(found[1]), found[2], int(found[3])
             if logged < 1e9:
                 raise ValueError(f"TensorFlow's log line carries no Unix time to set beside the marks: {line!r}")
-            sleeps.append((logged, thread, logged + ms / 1000))
-            epoch_threads.add(thread)
+            latest[thread] = (logged, logged + ms / 1000)
+            woken = woken or (start is not None and start <= logged <= start + AT_ROUND)
+        elif "model.cc" in line and "Waiting for" in line:
+            raise ValueError(f"a tuning thread's log line in a format this script does not read: {line!r}")
         elif found := MARK.match(line.strip()):
             kind, at = found[1], float(found[2])
-            if kind == "del_start":
+            if kind == "made":
+                latest, start, woken = {}, None, False
+            elif kind == "del_start":
                 start = at
             elif kind == "del_end" and start is not None:
-                due = [d for logged, _, d in sleeps if logged <= at + AT_ROUND]
+                due = [d for logged, d in latest.values() if logged <= at and d >= start]
                 nearest = min((abs(at - d) for d in due), default=None)
-                woken = any(start <= logged <= start + AT_ROUND for logged, _, _ in sleeps)
                 deletions.append({"seconds": round(at - start, 4), "slept_on_at_start": woken,
                                   "end_to_nearest_round_s": None if nearest is None else round(nearest, 4),
-                                  "tuning_threads": len(epoch_threads)})
-                start, epoch_threads = None, set()
+                                  "tuning_threads": len(latest)})
+                start = None
     return deletions
 
 
@@ -125,7 +135,8 @@ def serve(autotune: bool, replicas: int, limit: int, batch: int) -> None:
 
 
 def child_env(environ=os.environ) -> dict:
-    """The child logs tf.data's tuning sleeps (INFO level, ``model.cc`` at verbosity 2) and nothing it need not."""
+    """The child logs tf.data's tuning sleeps: INFO level (TensorFlow's other INFO lines come too) and
+    ``model.cc`` at verbosity 2."""
     return {**environ, "TF_CPP_MIN_LOG_LEVEL": "0", "TF_CPP_VMODULE": "model=2"}
 
 
@@ -142,10 +153,12 @@ def run(args) -> dict:
     try:
         for name in args.autotune:
             logs[name] = open(args.log_dir / f"child_autotune_{name}.log", "w")  # noqa: SIM115 -- closed below
-            children[name] = subprocess.Popen(
-                [sys.executable, __file__, "--child", name, "--replicas", str(args.replicas), "--limit",
-                 str(args.limit), "--batch", str(args.batch)],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=logs[name], text=True, env=child_env())
+            with processes.interrupts_held():  # a Ctrl-C between starting and recording would leave it running
+                children[name] = subprocess.Popen(
+                    [sys.executable, __file__, "--child", name, "--replicas", str(args.replicas), "--limit",
+                     str(args.limit), "--batch", str(args.batch)], start_new_session=True,
+                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=logs[name], text=True, env=child_env())
+                processes.LIVE[children[name].pid] = children[name]
         for name, child in children.items():
             _await(child, "ready", f"the autotune-{name} child did not start: see {logs[name].name}")
         for _ in range(args.epochs):  # interleaved: one epoch of each child in turn, the other idle
@@ -156,16 +169,24 @@ def run(args) -> dict:
     finally:
         for child in children.values():
             if child.stdin:
-                child.stdin.close()
+                child.stdin.close()  # the child's loop ends: it exits on its own
         for child in children.values():
             try:
-                child.wait(timeout=60)
+                child.wait(timeout=30)
             except subprocess.TimeoutExpired:
-                child.kill()
-                child.wait()
+                pass
+        processes.stop(children.values(), grace=5.0)  # what has not exited, by process group; all reaped
         for log in logs.values():
             log.close()
-    found = {name: analyse(Path(log.name).read_text().splitlines()) for name, log in logs.items()}
+    args.pids = [child.pid for child in children.values()]
+    return analyse_logs(args)
+
+
+def analyse_logs(args) -> dict:
+    found = {name: analyse((args.log_dir / f"child_autotune_{name}.log").read_text().splitlines())
+             for name in args.autotune}
+    if short := {name: len(d) for name, d in found.items() if len(d) != args.epochs}:
+        raise RuntimeError(f"deletions found in the logs {short}, not {args.epochs} each: marks were lost")
     return {name: {"deletions": d, "summary": summary(d)} for name, d in found.items()}
 
 
@@ -178,23 +199,33 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--limit", type=int, default=3072, help="training images (default 3072, notebook 04's)")
     parser.add_argument("--batch", type=int, default=64, help="per-replica batch (default 64, the seed's)")
     parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "iterator_teardown.json")
+    parser.add_argument("--from-logs", action="store_true",
+                        help="analyse the children's logs of the last run again (same --epochs, --autotune)")
     parser.add_argument("--child", choices=["on", "off"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         serve(args.child == "on", args.replicas, args.limit, args.batch)
         return 0
-    if bad := [a for a in args.autotune if a not in ("on", "off")] or args.epochs < 1:
-        parser.error(f"--autotune takes on, off or on,off (got {bad}) and --epochs at least 1")
+    if [a for a in args.autotune if a not in ("on", "off")] or len(set(args.autotune)) != len(args.autotune):
+        parser.error(f"--autotune takes on, off or on,off, each once (got {','.join(args.autotune)})")
+    if args.epochs < 1:
+        parser.error(f"--epochs must be at least 1, got {args.epochs}")
     args.log_dir = args.output.parent / "iterator_teardown_logs"
     args.log_dir.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
+    if args.from_logs:  # the analysis again, on the last run's logs; its date and duration stay
+        previous = json.loads(args.output.read_text())
+        report = {**previous, "autotune": analyse_logs(args)}
+        args.output.write_text(json.dumps(report, indent=1) + "\n")
+        print(f"re-analysed {args.log_dir}; wrote {args.output}")
+        return 0
     results = run(args)
     import tensorflow as tf  # noqa: PLC0415 -- the versions, after the children have finished
 
     report = {"date": datetime.date.today().isoformat(), "seconds": round(time.perf_counter() - started),
               "tensorflow": tf.__version__, "cpus": os.cpu_count(),
               "settings": {k: v for k, v in vars(args).items() if k in ("epochs", "replicas", "limit", "batch")},
-              "rules": {"slow_s": SLOW, "at_round_s": AT_ROUND}, "autotune": results}
+              "rules": {"slow_s": SLOW, "at_round_s": AT_ROUND}, "pids": args.pids, "autotune": results}
     args.output.write_text(json.dumps(report, indent=1) + "\n")
     for name, result in results.items():
         s = result["summary"]

@@ -68,6 +68,7 @@ def test_throughput_reports_time_before_the_first_batch():
     x, y = _data()
     _tiny_model().fit(x, y, batch_size=8, epochs=2, verbose=0, callbacks=[meter, _SlowEpochBegin()])
     assert min(meter.before_training_seconds) >= 0.2
+    assert min(meter.outside_steps_seconds) >= 0.2  # the time before the first batch is outside the steps too
     # the wall time splits exactly into before / steps / after: the 0.2 s is counted once, before the steps
     for parts in zip(meter.before_training_seconds, meter.epoch_seconds, meter.after_training_seconds,
                      meter.epoch_wall_seconds):
