@@ -36,8 +36,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # course_utils, run from a checkout
-from course_utils import processes  # noqa: E402 -- does not import TensorFlow
+from course_utils import processes  # does not import TensorFlow: the parent never starts it
 
 SLOW = 0.1  # seconds: a deletion slower than this is a "wait"
 AT_ROUND = 0.05  # seconds: a deletion that ends this close to a scheduled round ends "at the round"
@@ -212,13 +211,13 @@ def main(argv: list[str]) -> int:
         parser.error(f"--epochs must be at least 1, got {args.epochs}")
     args.log_dir = args.output.parent / "iterator_teardown_logs"
     args.log_dir.mkdir(parents=True, exist_ok=True)
-    started = time.perf_counter()
     if args.from_logs:  # the analysis again, on the last run's logs; its date and duration stay
         previous = json.loads(args.output.read_text())
         report = {**previous, "autotune": analyse_logs(args)}
         args.output.write_text(json.dumps(report, indent=1) + "\n")
         print(f"re-analysed {args.log_dir}; wrote {args.output}")
         return 0
+    started = time.perf_counter()
     results = run(args)
     import tensorflow as tf  # noqa: PLC0415 -- the versions, after the children have finished
 
