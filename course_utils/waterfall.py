@@ -20,10 +20,12 @@ would charge it for the previous one; they are collected between runs, outside t
 from __future__ import annotations
 
 import gc
+import json
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from statistics import median
 
 from course_utils import verdicts
@@ -34,15 +36,27 @@ class Run:
     """One whole timed run: its wall time and, when the run function reported them, its epochs' times
     (``epochs``: each epoch's steps) and the time each epoch spent outside its steps (``boundaries``: for
     ``fit``, making the epoch's input iterator and deleting the one before, validation, the callbacks'
-    end-of-epoch work; :class:`course_utils.callbacks.Throughput` records both)."""
+    end-of-epoch work; :class:`course_utils.callbacks.Throughput` records both). ``waits``, when reported: the
+    part of each epoch's boundary spent waiting on input iterators (for ``fit``, from the epoch's start to its
+    first batch: ``Throughput.before_training_seconds``), which :meth:`without_waits` takes out."""
 
     seconds: float
     epochs: tuple[float, ...] = ()
     boundaries: tuple[float, ...] = ()
+    waits: tuple[float, ...] = ()
 
     def __post_init__(self):
         if self.boundaries and len(self.boundaries) != len(self.epochs):
             raise ValueError(f"{len(self.boundaries)} epoch boundaries for {len(self.epochs)} epochs: one per epoch")
+        if self.waits and len(self.waits) != len(self.boundaries):
+            raise ValueError(f"{len(self.waits)} iterator waits for {len(self.boundaries)} boundaries: one per epoch")
+        if any(w < 0 or w > b for w, b in zip(self.waits, self.boundaries)):
+            raise ValueError(f"iterator waits {self.waits} must lie within their epoch boundaries {self.boundaries}")
+
+    def without_waits(self) -> Run:
+        """The same run with its iterator waits taken out of its time and its boundaries (no waits: itself)."""
+        return Run(self.seconds - sum(self.waits), self.epochs,
+                   tuple(b - w for b, w in zip(self.boundaries, self.waits or (0.0,) * len(self.boundaries))))
 
     @property
     def setup(self) -> float:
@@ -106,6 +120,18 @@ def interleaved_runs(variants: Mapping[str, Callable[[], Run | Sequence[float] |
             runs[name].append(result if isinstance(result, Run) else
                               Run(time.perf_counter() - start, tuple(result or ())))
     return runs
+
+
+def save_runs(runs: Mapping[str, Sequence[Run]], path: str | Path) -> None:
+    """Write ``{name: [Run, ...]}`` (as :func:`interleaved_runs` returns it) to ``path`` as JSON, in its order."""
+    Path(path).write_text(json.dumps({name: [asdict(r) for r in rs] for name, rs in runs.items()}, indent=1) + "\n")
+
+
+def load_runs(path: str | Path) -> dict[str, list[Run]]:
+    """The runs :func:`save_runs` wrote, to analyse again without re-running them."""
+    found = json.loads(Path(path).read_text())
+    return {name: [Run(r["seconds"], *(tuple(r.get(k, ())) for k in ("epochs", "boundaries", "waits")))
+                   for r in rs] for name, rs in found.items()}
 
 
 def seconds(runs: Sequence[Run]) -> list[float]:

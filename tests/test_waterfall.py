@@ -73,6 +73,28 @@ def test_a_run_s_time_outside_the_steps_splits_into_epoch_boundaries_and_the_res
         Run(10.0, (3.0, 2.0), boundaries=(0.5,))
 
 
+def test_without_its_iterator_waits_a_run_keeps_its_steps_and_the_rest_of_its_boundaries():
+    run = Run(10.0, epochs=(3.0, 2.0, 2.0), boundaries=(0.5, 1.5, 0.25), waits=(0.5, 1.0, 0.0))
+    calm = run.without_waits()
+    assert calm.seconds == pytest.approx(8.5)
+    assert calm.epochs == run.epochs and calm.boundaries == pytest.approx((0.0, 0.5, 0.25))
+    assert calm.outside_epochs == pytest.approx(run.outside_epochs)  # before the first epoch, after the last: kept
+    assert calm.first_epoch_extra == run.first_epoch_extra and calm.waits == ()
+    assert Run(4.0, (1.0, 1.0), (0.5, 0.5)).without_waits() == Run(4.0, (1.0, 1.0), (0.5, 0.5))  # none reported
+    with pytest.raises(ValueError, match="one per epoch"):
+        Run(10.0, (3.0, 2.0), boundaries=(0.5, 0.5), waits=(0.5,))
+    with pytest.raises(ValueError, match="within their epoch boundaries"):
+        Run(10.0, (3.0, 2.0), boundaries=(0.5, 0.5), waits=(0.5, 0.75))
+
+
+def test_saved_runs_read_back_equal_and_in_their_order(tmp_path):
+    runs = {"b": [Run(10.5, (3.0, 2.0), (0.5, 1.5), (0.25, 1.0)), Run(9.0)], "a": [Run(8.0, (4.0, 3.0)), Run(7.5)]}
+    waterfall.save_runs(runs, tmp_path / "runs.json")
+    back = waterfall.load_runs(tmp_path / "runs.json")
+    assert back == runs and list(back) == ["b", "a"]
+    assert back["b"][0].without_waits().seconds == pytest.approx(9.25)
+
+
 def test_chain_steps_pair_the_rounds_and_give_the_rule_s_verdict():
     runs = {"base": [Run(10.0), Run(20.0), Run(11.0)],  # a slow spell in round 2 lands on every variant
             "slower": [Run(12.0), Run(22.5), Run(13.0)],
