@@ -30,9 +30,11 @@ import argparse
 import datetime
 import json
 import os
+import queue
 import re
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -139,12 +141,31 @@ def child_env(environ=os.environ) -> dict:
     return {**environ, "TF_CPP_MIN_LOG_LEVEL": "0", "TF_CPP_VMODULE": "model=2"}
 
 
-def _await(child: subprocess.Popen, word: str, error: str) -> None:
-    """Read the child's stdout up to a line that is ``word`` (other lines, such as the device notice, pass)."""
-    for line in child.stdout:
+def _lines(stream) -> queue.Queue:
+    """``stream``'s lines as they come, read by a thread of their own; ``None`` when it ends."""
+    found = queue.Queue()
+
+    def pump():
+        for line in stream:
+            found.put(line)
+        found.put(None)
+
+    threading.Thread(target=pump, daemon=True).start()
+    return found
+
+
+def _await(lines: queue.Queue, word: str, error: str, timeout: float) -> None:
+    """Take the child's stdout lines up to one that is ``word`` (other lines, such as the device notice,
+    pass); ``error`` when the child ends first or writes no line for ``timeout`` seconds (a hung child)."""
+    while True:
+        try:
+            line = lines.get(timeout=timeout)
+        except queue.Empty:
+            raise RuntimeError(f"{error} (no line for {timeout:g} s)") from None
+        if line is None:
+            raise RuntimeError(error)
         if line.strip() == word:
             return
-    raise RuntimeError(error)
 
 
 def run(args) -> dict:
@@ -158,13 +179,15 @@ def run(args) -> dict:
                      str(args.limit), "--batch", str(args.batch)], start_new_session=True,
                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=logs[name], text=True, env=child_env())
                 processes.LIVE[children[name].pid] = children[name]
-        for name, child in children.items():
-            _await(child, "ready", f"the autotune-{name} child did not start: see {logs[name].name}")
+        lines = {name: _lines(child.stdout) for name, child in children.items()}
+        for name in children:
+            _await(lines[name], "ready", f"the autotune-{name} child did not start: see {logs[name].name}",
+                   args.timeout)
         for _ in range(args.epochs):  # interleaved: one epoch of each child in turn, the other idle
             for name, child in children.items():
                 child.stdin.write("epoch\n")
                 child.stdin.flush()
-                _await(child, "done", f"the autotune-{name} child stopped: see {logs[name].name}")
+                _await(lines[name], "done", f"the autotune-{name} child stopped: see {logs[name].name}", args.timeout)
     finally:
         for child in children.values():
             if child.stdin:
@@ -197,6 +220,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--replicas", type=int, default=2, help="MirroredStrategy replicas (default 2)")
     parser.add_argument("--limit", type=int, default=3072, help="training images (default 3072, notebook 04's)")
     parser.add_argument("--batch", type=int, default=64, help="per-replica batch (default 64, the seed's)")
+    parser.add_argument("--timeout", type=float, default=600,
+                        help="seconds a child may go without a line (starting, or one epoch) before the run stops "
+                             "both (default 600)")
     parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "iterator_teardown.json")
     parser.add_argument("--from-logs", action="store_true",
                         help="analyse the children's logs of the last run again (same --epochs, --autotune)")

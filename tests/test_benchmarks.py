@@ -6,11 +6,15 @@ import importlib.util
 import json
 import os
 import platform
+import subprocess
 import sys
+import time
 from dataclasses import asdict
 from pathlib import Path
 
 import pytest
+
+from course_utils import processes
 
 spec = importlib.util.spec_from_file_location(
     "training_throughput", Path(__file__).resolve().parent.parent / "benchmarks" / "training_throughput.py")
@@ -351,6 +355,28 @@ def test_teardown_analysis_finds_the_thread_that_slept_on_and_the_round_the_dele
         teardown.analyse(["2026-11-27 I tensorflow/core/framework/model.cc:2564] Waiting for 10 ms."])
     with pytest.raises(SystemExit):  # each setting once: two children of one setting would share a log
         teardown.main(["--autotune", "on,on"])
+
+
+def test_teardown_waits_for_its_word_and_gives_up_on_a_child_that_hangs_or_ends():
+    def child(code):
+        return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, start_new_session=True)
+
+    talks = child("print('device notice'); print('ready', flush=True)")
+    teardown._await(teardown._lines(talks.stdout), "ready", "did not start", timeout=60)  # the notice passes
+    ends = child("print('something else')")
+    with pytest.raises(RuntimeError, match="^did not start$"):
+        teardown._await(teardown._lines(ends.stdout), "ready", "did not start", timeout=60)
+    hangs = child("import time; print('device notice', flush=True); time.sleep(60)")
+    try:
+        started = time.perf_counter()
+        with pytest.raises(RuntimeError, match=r"did not start \(no line for 1 s\)"):
+            teardown._await(teardown._lines(hangs.stdout), "ready", "did not start", timeout=1)
+        assert time.perf_counter() - started < 30  # not the child's 60 s
+    finally:
+        processes.stop([hangs], grace=0)
+    for proc in (talks, ends):
+        proc.wait(timeout=30)
+    assert hangs.poll() is not None
 
 
 @pytest.mark.notebook  # two TensorFlow child processes: slow
