@@ -24,12 +24,18 @@ class Throughput(keras.callbacks.Callback):
     and a partial last batch). :attr:`first_step_seconds` records each epoch's first step
     alone: in epoch 1 it includes tracing and compiling the training function.
     What the clock leaves out is recorded beside it: :attr:`before_training_seconds`, from the
-    start of the epoch to its first training batch (starting the epoch's input iterator, the
-    other callbacks' ``on_epoch_begin``), and :attr:`after_training_seconds`, from the end of the
-    last training batch to this callback's ``on_epoch_end`` (validation, and the end-of-epoch work
+    start of the epoch to its first training batch (Keras 3 deletes the input iterators it made
+    before and starts the epoch's, the other callbacks' ``on_epoch_begin`` run), and
+    :attr:`after_training_seconds`, from the end of the
+    last training batch to this callback's ``on_epoch_end`` (Keras 3 makes the next input iterator
+    there, then validation, and the end-of-epoch work
     of the callbacks listed before this one, such as ``ModelCheckpoint``). The three add up to
-    :attr:`epoch_wall_seconds`. :attr:`initial_weights_fingerprint` is a hash of the weights training
-    started from (:func:`course_utils.checkpoints.fingerprint`), so that runs can be shown to start alike.
+    :attr:`epoch_wall_seconds`. After the last epoch, :attr:`after_last_epoch_seconds` runs from its
+    ``on_epoch_end`` to this callback's ``on_train_end`` (Keras 3 deletes the validation iterator there), and
+    :attr:`train_end_time` (``time.perf_counter()`` at ``on_train_end``) lets the caller time what ``fit``
+    does after it, before returning: deleting its last training iterator.
+    :attr:`initial_weights_fingerprint` is a hash of the weights training started from
+    (:func:`course_utils.checkpoints.fingerprint`), so that runs can be shown to start alike.
     """
 
     def __init__(self, examples_per_epoch: int, print_fn=None):
@@ -45,6 +51,9 @@ class Throughput(keras.callbacks.Callback):
         self.before_training_seconds: list[float] = []
         self.epoch_wall_seconds: list[float] = []
         self.initial_weights_fingerprint: str | None = None
+        self.after_last_epoch_seconds: float | None = None
+        self.train_end_time: float | None = None
+        self._epoch_end: float | None = None
         self._epoch_begin: float | None = None
         self._start: float | None = None
         self._last_end: float | None = None
@@ -57,6 +66,11 @@ class Throughput(keras.callbacks.Callback):
     def outside_steps_seconds(self) -> list[float]:
         """Each epoch's time outside its steps: :attr:`before_training_seconds` plus :attr:`after_training_seconds`."""
         return [b + a for b, a in zip(self.before_training_seconds, self.after_training_seconds)]
+
+    def on_train_end(self, logs=None):
+        self.train_end_time = time.perf_counter()
+        if self._epoch_end is not None:
+            self.after_last_epoch_seconds = self.train_end_time - self._epoch_end
 
     def on_epoch_begin(self, epoch, logs=None):
         self._epoch_begin = time.perf_counter()
@@ -75,7 +89,7 @@ class Throughput(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         if self._start is None or self._last_end is None:
             raise RuntimeError("Throughput saw no training batch in this epoch")
-        now = time.perf_counter()
+        now = self._epoch_end = time.perf_counter()
         seconds = self._last_end - self._start
         self.after_training_seconds.append(now - self._last_end)
         self.before_training_seconds.append(self._start - self._epoch_begin)

@@ -38,12 +38,14 @@ class Run:
     ``fit``, making the epoch's input iterator and deleting the one before, validation, the callbacks'
     end-of-epoch work; :class:`course_utils.callbacks.Throughput` records both). ``waits``, when reported: the
     part of each epoch's boundary spent waiting on input iterators (for ``fit``, from the epoch's start to its
-    first batch: ``Throughput.before_training_seconds``), which :meth:`without_waits` takes out."""
+    first batch: ``Throughput.before_training_seconds``), and ``last_wait``, the wait after the last epoch
+    (``fit`` deleting its last input iterators as it returns), which :meth:`without_waits` takes out."""
 
     seconds: float
     epochs: tuple[float, ...] = ()
     boundaries: tuple[float, ...] = ()
     waits: tuple[float, ...] = ()
+    last_wait: float = 0.0
 
     def __post_init__(self):
         if self.boundaries and len(self.boundaries) != len(self.epochs):
@@ -52,10 +54,14 @@ class Run:
             raise ValueError(f"{len(self.waits)} iterator waits for {len(self.boundaries)} boundaries: one per epoch")
         if any(w < 0 or w > b for w, b in zip(self.waits, self.boundaries)):
             raise ValueError(f"iterator waits {self.waits} must lie within their epoch boundaries {self.boundaries}")
+        if not 0 <= self.last_wait <= max(self.outside_epochs, 0.0):
+            raise ValueError(f"the last wait, {self.last_wait} s, must lie within the time outside the epochs, "
+                             f"{self.outside_epochs} s")
 
     def without_waits(self) -> Run:
-        """The same run with its iterator waits taken out of its time and its boundaries (no waits: itself)."""
-        return Run(self.seconds - sum(self.waits), self.epochs,
+        """The same run with its iterator waits taken out: of its time, its boundaries and (the last wait) the
+        time outside its epochs (no waits: itself)."""
+        return Run(self.seconds - sum(self.waits) - self.last_wait, self.epochs,
                    tuple(b - w for b, w in zip(self.boundaries, self.waits or (0.0,) * len(self.boundaries))))
 
     @property
@@ -130,8 +136,8 @@ def save_runs(runs: Mapping[str, Sequence[Run]], path: str | Path) -> None:
 def load_runs(path: str | Path) -> dict[str, list[Run]]:
     """The runs :func:`save_runs` wrote, to analyse again without re-running them."""
     found = json.loads(Path(path).read_text())
-    return {name: [Run(r["seconds"], *(tuple(r.get(k, ())) for k in ("epochs", "boundaries", "waits")))
-                   for r in rs] for name, rs in found.items()}
+    return {name: [Run(r["seconds"], *(tuple(r.get(k, ())) for k in ("epochs", "boundaries", "waits")),
+                       r.get("last_wait", 0.0)) for r in rs] for name, rs in found.items()}
 
 
 def seconds(runs: Sequence[Run]) -> list[float]:

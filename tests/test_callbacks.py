@@ -143,3 +143,38 @@ def test_throughput_fingerprints_the_weights_training_started_from():
     assert meters[0].initial_weights_fingerprint == before
     second.fit(x, y, batch_size=8, epochs=1, verbose=0, callbacks=[meters[1]])
     assert meters[1].initial_weights_fingerprint == before  # the same seed: the same start
+
+
+class _SlowTrainEnd(keras.callbacks.Callback):
+    def on_train_end(self, logs=None):
+        time.sleep(0.3)
+
+
+def _slow_to_delete(n=40, seconds=0.5):
+    """An endless dataset whose iterator, when deleted, closes its generator, which then sleeps ``seconds``."""
+    import tensorflow as tf  # noqa: PLC0415
+
+    x, y = _data(n)
+
+    def generate():
+        try:
+            while True:
+                yield from zip(x, y)
+        finally:
+            time.sleep(seconds)
+
+    spec = (tf.TensorSpec((3,), tf.float32), tf.TensorSpec((), tf.int64))
+    return tf.data.Dataset.from_generator(generate, output_signature=spec).batch(8)
+
+
+def test_throughput_marks_the_end_of_training_so_that_fit_s_last_deletion_can_be_timed():
+    meter = callbacks.Throughput(examples_per_epoch=40)
+    x, y = _data()
+    _tiny_model().fit(x, y, batch_size=8, epochs=2, verbose=0, callbacks=[_SlowTrainEnd(), meter])
+    assert meter.after_last_epoch_seconds >= 0.3  # the on_train_end of the callbacks listed before it
+    meter = callbacks.Throughput(examples_per_epoch=40)
+    # steps_per_epoch: Keras 3 keeps one iterator for the whole fit and deletes it as fit returns
+    _tiny_model().fit(_slow_to_delete(), epochs=2, steps_per_epoch=5, verbose=0, callbacks=[meter])
+    after = time.perf_counter() - meter.train_end_time  # fit's work after on_train_end: its last deletion
+    assert after >= 0.5
+    assert meter.after_last_epoch_seconds < 0.5

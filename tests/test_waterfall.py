@@ -87,12 +87,24 @@ def test_without_its_iterator_waits_a_run_keeps_its_steps_and_the_rest_of_its_bo
         Run(10.0, (3.0, 2.0), boundaries=(0.5, 0.5), waits=(0.5, 0.75))
 
 
+def test_the_last_wait_after_the_epochs_comes_out_of_the_time_outside_them():
+    run = Run(10.0, epochs=(3.0, 2.0), boundaries=(0.5, 1.5), waits=(0.5, 1.0), last_wait=2.0)
+    assert run.outside_epochs == pytest.approx(3.0)
+    calm = run.without_waits()
+    assert calm.seconds == pytest.approx(6.5) and calm.outside_epochs == pytest.approx(1.0)
+    assert calm.boundaries == pytest.approx((0.0, 0.5)) and calm.last_wait == 0.0
+    with pytest.raises(ValueError, match="within the time outside the epochs"):
+        Run(10.0, (3.0, 2.0), boundaries=(0.5, 1.5), last_wait=3.5)
+    with pytest.raises(ValueError, match="within the time outside the epochs"):
+        Run(10.0, (3.0, 2.0), last_wait=-0.1)
+
+
 def test_saved_runs_read_back_equal_and_in_their_order(tmp_path):
-    runs = {"b": [Run(10.5, (3.0, 2.0), (0.5, 1.5), (0.25, 1.0)), Run(9.0)], "a": [Run(8.0, (4.0, 3.0)), Run(7.5)]}
+    runs = {"b": [Run(10.5, (3.0, 2.0), (0.5, 1.5), (0.25, 1.0), 1.5), Run(9.0)], "a": [Run(8.0, (4.0, 3.0)), Run(7.5)]}
     waterfall.save_runs(runs, tmp_path / "runs.json")
     back = waterfall.load_runs(tmp_path / "runs.json")
     assert back == runs and list(back) == ["b", "a"]
-    assert back["b"][0].without_waits().seconds == pytest.approx(9.25)
+    assert back["b"][0].without_waits().seconds == pytest.approx(7.75)
 
 
 def test_chain_steps_pair_the_rounds_and_give_the_rule_s_verdict():
