@@ -27,6 +27,7 @@ logs of the last run again without running anything.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
@@ -185,13 +186,17 @@ def run(args) -> dict:
                    args.timeout)
         for _ in range(args.epochs):  # interleaved: one epoch of each child in turn, the other idle
             for name, child in children.items():
-                child.stdin.write("epoch\n")
-                child.stdin.flush()
+                try:
+                    child.stdin.write("epoch\n")
+                    child.stdin.flush()
+                except BrokenPipeError:  # it has exited
+                    raise RuntimeError(f"the autotune-{name} child stopped: see {logs[name].name}") from None
                 _await(lines[name], "done", f"the autotune-{name} child stopped: see {logs[name].name}", args.timeout)
     finally:
         for child in children.values():
             if child.stdin:
-                child.stdin.close()  # the child's loop ends: it exits on its own
+                with contextlib.suppress(BrokenPipeError):  # one that died: its unsent bytes cannot flush
+                    child.stdin.close()  # the child's loop ends: it exits on its own
         for child in children.values():
             try:
                 child.wait(timeout=30)
@@ -235,6 +240,8 @@ def main(argv: list[str]) -> int:
         parser.error(f"--autotune takes on, off or on,off, each once (got {','.join(args.autotune)})")
     if args.epochs < 1:
         parser.error(f"--epochs must be at least 1, got {args.epochs}")
+    if not 0 < args.timeout <= threading.TIMEOUT_MAX:
+        parser.error(f"--timeout must be a positive number of seconds, got {args.timeout:g}")
     args.log_dir = args.output.parent / "iterator_teardown_logs"
     args.log_dir.mkdir(parents=True, exist_ok=True)
     if args.from_logs:  # the analysis again, on the last run's logs; its date and duration stay

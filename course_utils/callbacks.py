@@ -25,7 +25,7 @@ class Throughput(keras.callbacks.Callback):
     alone: in epoch 1 it includes tracing and compiling the training function.
     What the clock leaves out is recorded beside it: :attr:`before_training_seconds`, from the
     start of the epoch to its first training batch (Keras 3 deletes the input iterators it made
-    before and starts the epoch's, the other callbacks' ``on_epoch_begin`` run), and
+    before and starts the epoch's; the ``on_epoch_begin`` of callbacks listed after this one run), and
     :attr:`after_training_seconds`, from the end of the
     last training batch to this callback's ``on_epoch_end`` (Keras 3 makes the next input iterator
     there, then validation, and the end-of-epoch work
@@ -33,7 +33,8 @@ class Throughput(keras.callbacks.Callback):
     :attr:`epoch_wall_seconds`. After the last epoch, :attr:`after_last_epoch_seconds` runs from its
     ``on_epoch_end`` to this callback's ``on_train_end`` (Keras 3 deletes the validation iterator there), and
     :attr:`train_end_time` (``time.perf_counter()`` at ``on_train_end``) lets the caller time what ``fit``
-    does after it, before returning: deleting its last training iterator.
+    does after it, before returning: deleting its last training iterators (two, the epoch's and the one
+    made after its last batch, when no ``steps_per_epoch`` is given). Each ``fit`` starts these anew.
     :attr:`initial_weights_fingerprint` is a hash of the weights training started from
     (:func:`course_utils.checkpoints.fingerprint`), so that runs can be shown to start alike.
     """
@@ -59,6 +60,7 @@ class Throughput(keras.callbacks.Callback):
         self._last_end: float | None = None
 
     def on_train_begin(self, logs=None):
+        self._epoch_end = self.after_last_epoch_seconds = self.train_end_time = None  # this fit's, not the last
         if self.initial_weights_fingerprint is None:  # the first fit this callback sees
             self.initial_weights_fingerprint = fingerprint(self.model.get_weights())
 

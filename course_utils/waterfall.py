@@ -24,7 +24,7 @@ import json
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from statistics import median
 
@@ -35,11 +35,12 @@ from course_utils import verdicts
 class Run:
     """One whole timed run: its wall time and, when the run function reported them, its epochs' times
     (``epochs``: each epoch's steps) and the time each epoch spent outside its steps (``boundaries``: for
-    ``fit``, making the epoch's input iterator and deleting the one before, validation, the callbacks'
-    end-of-epoch work; :class:`course_utils.callbacks.Throughput` records both). ``waits``, when reported: the
-    part of each epoch's boundary spent waiting on input iterators (for ``fit``, from the epoch's start to its
-    first batch: ``Throughput.before_training_seconds``), and ``last_wait``, the wait after the last epoch
-    (``fit`` deleting its last input iterators as it returns), which :meth:`without_waits` takes out."""
+    ``fit``, its input iterators made and deleted, validation, the callbacks' end-of-epoch work;
+    :class:`course_utils.callbacks.Throughput` records both). ``waits``, when reported: the part of each
+    boundary spent on input iterators that the run could time (for ``fit``, from the epoch's start to its
+    first batch, ``Throughput.before_training_seconds``: Keras 3's deletions and the epoch's new iterator;
+    the iterator it makes after an epoch's last batch is not in it), and ``last_wait``, the time after the last
+    epoch spent deleting the run's last input iterators; :meth:`without_waits` takes both out."""
 
     seconds: float
     epochs: tuple[float, ...] = ()
@@ -52,15 +53,16 @@ class Run:
             raise ValueError(f"{len(self.boundaries)} epoch boundaries for {len(self.epochs)} epochs: one per epoch")
         if self.waits and len(self.waits) != len(self.boundaries):
             raise ValueError(f"{len(self.waits)} iterator waits for {len(self.boundaries)} boundaries: one per epoch")
-        if any(w < 0 or w > b for w, b in zip(self.waits, self.boundaries)):
+        slack = 1e-9 * max(1.0, abs(self.seconds))  # float rounding of parts measured to add up
+        if any(w < 0 or w > b + slack for w, b in zip(self.waits, self.boundaries)):
             raise ValueError(f"iterator waits {self.waits} must lie within their epoch boundaries {self.boundaries}")
-        if not 0 <= self.last_wait <= max(self.outside_epochs, 0.0):
+        if not 0 <= self.last_wait <= max(self.outside_epochs, 0.0) + slack:
             raise ValueError(f"the last wait, {self.last_wait} s, must lie within the time outside the epochs, "
                              f"{self.outside_epochs} s")
 
     def without_waits(self) -> Run:
-        """The same run with its iterator waits taken out: of its time, its boundaries and (the last wait) the
-        time outside its epochs (no waits: itself)."""
+        """A run like this one with its iterator waits taken out: of its time, its boundaries and (the last
+        wait) the time outside its epochs (with neither waits nor a last wait: an equal run)."""
         return Run(self.seconds - sum(self.waits) - self.last_wait, self.epochs,
                    tuple(b - w for b, w in zip(self.boundaries, self.waits or (0.0,) * len(self.boundaries))))
 
@@ -135,9 +137,14 @@ def save_runs(runs: Mapping[str, Sequence[Run]], path: str | Path) -> None:
 
 def load_runs(path: str | Path) -> dict[str, list[Run]]:
     """The runs :func:`save_runs` wrote, to analyse again without re-running them."""
-    found = json.loads(Path(path).read_text())
-    return {name: [Run(r["seconds"], *(tuple(r.get(k, ())) for k in ("epochs", "boundaries", "waits")),
-                       r.get("last_wait", 0.0)) for r in rs] for name, rs in found.items()}
+    found, names = json.loads(Path(path).read_text()), {f.name for f in fields(Run)}
+
+    def run(saved: dict) -> Run:
+        if unknown := set(saved) - names:
+            raise ValueError(f"{path}: fields {sorted(unknown)} that a Run does not have (saved by another version?)")
+        return Run(**{k: tuple(v) if isinstance(v, list) else v for k, v in saved.items()})
+
+    return {name: [run(r) for r in rs] for name, rs in found.items()}
 
 
 def seconds(runs: Sequence[Run]) -> list[float]:

@@ -361,22 +361,24 @@ def test_teardown_waits_for_its_word_and_gives_up_on_a_child_that_hangs_or_ends(
     def child(code):
         return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, start_new_session=True)
 
-    talks = child("print('device notice'); print('ready', flush=True)")
-    teardown._await(teardown._lines(talks.stdout), "ready", "did not start", timeout=60)  # the notice passes
-    ends = child("print('something else')")
-    with pytest.raises(RuntimeError, match="^did not start$"):
-        teardown._await(teardown._lines(ends.stdout), "ready", "did not start", timeout=60)
-    hangs = child("import time; print('device notice', flush=True); time.sleep(60)")
-    try:
-        started = time.perf_counter()
-        with pytest.raises(RuntimeError, match=r"did not start \(no line for 1 s\)"):
-            teardown._await(teardown._lines(hangs.stdout), "ready", "did not start", timeout=1)
-        assert time.perf_counter() - started < 30  # not the child's 60 s
-    finally:
-        processes.stop([hangs], grace=0)
-    for proc in (talks, ends):
-        proc.wait(timeout=30)
-    assert hangs.poll() is not None
+    with child("print('device notice'); print('ready', flush=True)") as talks:
+        teardown._await(teardown._lines(talks.stdout), "ready", "did not start", timeout=60)  # the notice passes
+    with child("print('something else')") as ends:
+        with pytest.raises(RuntimeError, match="^did not start$"):
+            teardown._await(teardown._lines(ends.stdout), "ready", "did not start", timeout=60)
+    with child("import time; print('device notice', flush=True); time.sleep(60)") as hangs:
+        lines = teardown._lines(hangs.stdout)
+        try:
+            started = time.perf_counter()
+            with pytest.raises(RuntimeError, match=r"did not start \(no line for 1 s\)"):
+                teardown._await(lines, "ready", "did not start", timeout=1)
+            assert time.perf_counter() - started < 30  # not the child's 60 s
+        finally:
+            processes.stop([hangs], grace=0)
+        assert lines.get(timeout=10) is None  # its reader reached the end of the stream: no thread left reading
+    for bad in ("0", "-1", "inf"):
+        with pytest.raises(SystemExit):
+            teardown.main(["--timeout", bad])
 
 
 @pytest.mark.notebook  # two TensorFlow child processes: slow

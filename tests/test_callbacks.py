@@ -147,11 +147,13 @@ def test_throughput_fingerprints_the_weights_training_started_from():
 
 class _SlowTrainEnd(keras.callbacks.Callback):
     def on_train_end(self, logs=None):
+        self.began = time.perf_counter()
         time.sleep(0.3)
 
 
-def _slow_to_delete(n=40, seconds=0.5):
-    """An endless dataset whose iterator, when deleted, closes its generator, which then sleeps ``seconds``."""
+def _slow_to_delete(deleted, n=40, seconds=0.5):
+    """An endless dataset whose iterator, when deleted, closes its generator, which then notes the time in
+    ``deleted`` and sleeps ``seconds``."""
     import tensorflow as tf  # noqa: PLC0415
 
     x, y = _data(n)
@@ -161,6 +163,7 @@ def _slow_to_delete(n=40, seconds=0.5):
             while True:
                 yield from zip(x, y)
         finally:
+            deleted.append(time.perf_counter())
             time.sleep(seconds)
 
     spec = (tf.TensorSpec((3,), tf.float32), tf.TensorSpec((), tf.int64))
@@ -168,13 +171,17 @@ def _slow_to_delete(n=40, seconds=0.5):
 
 
 def test_throughput_marks_the_end_of_training_so_that_fit_s_last_deletion_can_be_timed():
-    meter = callbacks.Throughput(examples_per_epoch=40)
+    meter, slow = callbacks.Throughput(examples_per_epoch=40), _SlowTrainEnd()
     x, y = _data()
-    _tiny_model().fit(x, y, batch_size=8, epochs=2, verbose=0, callbacks=[_SlowTrainEnd(), meter])
+    model = _tiny_model()
+    model.fit(x, y, batch_size=8, epochs=2, verbose=0, callbacks=[slow, meter])
     assert meter.after_last_epoch_seconds >= 0.3  # the on_train_end of the callbacks listed before it
-    meter = callbacks.Throughput(examples_per_epoch=40)
+    assert slow.began < meter.train_end_time
+    # the same meter in a fit that trains no epoch (resuming at its last): nothing of the first fit's is kept
+    model.fit(x, y, batch_size=8, epochs=2, initial_epoch=2, verbose=0, callbacks=[meter])
+    assert meter.after_last_epoch_seconds is None and meter.train_end_time is not None
+    meter, deleted = callbacks.Throughput(examples_per_epoch=40), []
     # steps_per_epoch: Keras 3 keeps one iterator for the whole fit and deletes it as fit returns
-    _tiny_model().fit(_slow_to_delete(), epochs=2, steps_per_epoch=5, verbose=0, callbacks=[meter])
-    after = time.perf_counter() - meter.train_end_time  # fit's work after on_train_end: its last deletion
-    assert after >= 0.5
-    assert meter.after_last_epoch_seconds < 0.5
+    _tiny_model().fit(_slow_to_delete(deleted), epochs=2, steps_per_epoch=5, verbose=0, callbacks=[meter])
+    assert len(deleted) == 1 and meter.train_end_time <= deleted[0]  # deleted after on_train_end
+    assert time.perf_counter() - meter.train_end_time >= 0.5  # so fit's last 0.5 s are timed from it

@@ -79,12 +79,16 @@ def test_without_its_iterator_waits_a_run_keeps_its_steps_and_the_rest_of_its_bo
     assert calm.seconds == pytest.approx(8.5)
     assert calm.epochs == run.epochs and calm.boundaries == pytest.approx((0.0, 0.5, 0.25))
     assert calm.outside_epochs == pytest.approx(run.outside_epochs)  # before the first epoch, after the last: kept
-    assert calm.first_epoch_extra == run.first_epoch_extra and calm.waits == ()
+    assert calm.waits == ()
     assert Run(4.0, (1.0, 1.0), (0.5, 0.5)).without_waits() == Run(4.0, (1.0, 1.0), (0.5, 0.5))  # none reported
     with pytest.raises(ValueError, match="one per epoch"):
         Run(10.0, (3.0, 2.0), boundaries=(0.5, 0.5), waits=(0.5,))
     with pytest.raises(ValueError, match="within their epoch boundaries"):
         Run(10.0, (3.0, 2.0), boundaries=(0.5, 0.5), waits=(0.5, 0.75))
+    with pytest.raises(ValueError, match="within their epoch boundaries"):
+        Run(10.0, (3.0, 2.0), boundaries=(0.5, 0.5), waits=(-0.1, 0.0))
+    with pytest.raises(ValueError, match="one per epoch"):  # waits need the boundaries they lie in
+        Run(10.0, (3.0, 2.0), waits=(0.1, 0.1))
 
 
 def test_the_last_wait_after_the_epochs_comes_out_of_the_time_outside_them():
@@ -97,6 +101,10 @@ def test_the_last_wait_after_the_epochs_comes_out_of_the_time_outside_them():
         Run(10.0, (3.0, 2.0), boundaries=(0.5, 1.5), last_wait=3.5)
     with pytest.raises(ValueError, match="within the time outside the epochs"):
         Run(10.0, (3.0, 2.0), last_wait=-0.1)
+    # parts measured to add up exactly may not, in floats: a last wait equal to the time outside is accepted
+    epochs, boundaries, last = (0.1, 0.2), (0.3, 0.7), 0.6
+    assert Run(sum(epochs) + sum(boundaries) + last, epochs, boundaries, boundaries, last).without_waits().seconds \
+        == pytest.approx(0.3)
 
 
 def test_saved_runs_read_back_equal_and_in_their_order(tmp_path):
@@ -105,6 +113,9 @@ def test_saved_runs_read_back_equal_and_in_their_order(tmp_path):
     back = waterfall.load_runs(tmp_path / "runs.json")
     assert back == runs and list(back) == ["b", "a"]
     assert back["b"][0].without_waits().seconds == pytest.approx(7.75)
+    (tmp_path / "other.json").write_text('{"a": [{"seconds": 1.0, "steps": [0.5]}]}')
+    with pytest.raises(ValueError, match="fields \\['steps'\\] that a Run does not have"):
+        waterfall.load_runs(tmp_path / "other.json")
 
 
 def test_chain_steps_pair_the_rounds_and_give_the_rule_s_verdict():
