@@ -191,10 +191,10 @@ def chain_steps(runs: Mapping[str, Sequence[Run]], chain: Sequence[str], max_spr
     return steps
 
 
-def step_table(steps: Sequence[Step]) -> str:
+def step_table(steps: Sequence[Step], rule: str = "ranges of whole runs separate") -> str:
+    """The chain's steps, one line each; ``rule`` names what the verdicts compared, in the header."""
     width = max(len(s.name) for s in steps)
-    rule = "verdict (the rule: ranges of whole runs separate)"
-    lines = [f"{'change':<{width}}  {'fastest':>8}  {'paired, range':>15}  {rule}"]
+    lines = [f"{'change':<{width}}  {'fastest':>8}  {'paired, range':>15}  verdict (the rule: {rule})"]
     for s in steps:
         spread = f"{min(s.differences):+.2f} to {max(s.differences):+.2f}"
         lines.append(f"{s.name:<{width}}  {s.fastest:+7.2f}s  {spread:>15}  {s.verdict}")

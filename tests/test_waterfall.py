@@ -143,6 +143,8 @@ def test_chain_steps_pair_the_rounds_and_give_the_rule_s_verdict():
         waterfall.chain_steps({"a": [Run(1.0)], "b": [Run(1.0), Run(2.0)]}, ["a", "b"])
     table = waterfall.step_table([first, second])
     assert "+2.00s" in table and "+2.00 to +2.50" in table and "fastest" in table
+    assert "(the rule: ranges of whole runs separate)" in table.splitlines()[0]
+    assert "(the rule: runs without waits)" in waterfall.step_table([first], rule="runs without waits").splitlines()[0]
 
 
 def test_the_waterfall_draws_each_part_from_the_running_total_and_the_remainder():
