@@ -54,13 +54,13 @@ class Throughput(keras.callbacks.Callback):
         self.initial_weights_fingerprint: str | None = None
         self.after_last_epoch_seconds: float | None = None
         self.train_end_time: float | None = None
-        self._epoch_end: float | None = None
+        self.last_epoch_end_time: float | None = None  # time.perf_counter() at the latest on_epoch_end
         self._epoch_begin: float | None = None
         self._start: float | None = None
         self._last_end: float | None = None
 
     def on_train_begin(self, logs=None):
-        self._epoch_end = self.after_last_epoch_seconds = self.train_end_time = None  # this fit's, not the last
+        self.last_epoch_end_time = self.after_last_epoch_seconds = self.train_end_time = None  # this fit's
         if self.initial_weights_fingerprint is None:  # the first fit this callback sees
             self.initial_weights_fingerprint = fingerprint(self.model.get_weights())
 
@@ -71,8 +71,8 @@ class Throughput(keras.callbacks.Callback):
 
     def on_train_end(self, logs=None):
         self.train_end_time = time.perf_counter()
-        if self._epoch_end is not None:
-            self.after_last_epoch_seconds = self.train_end_time - self._epoch_end
+        if self.last_epoch_end_time is not None:
+            self.after_last_epoch_seconds = self.train_end_time - self.last_epoch_end_time
 
     def on_epoch_begin(self, epoch, logs=None):
         self._epoch_begin = time.perf_counter()
@@ -91,7 +91,7 @@ class Throughput(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         if self._start is None or self._last_end is None:
             raise RuntimeError("Throughput saw no training batch in this epoch")
-        now = self._epoch_end = time.perf_counter()
+        now = self.last_epoch_end_time = time.perf_counter()
         seconds = self._last_end - self._start
         self.after_training_seconds.append(now - self._last_end)
         self.before_training_seconds.append(self._start - self._epoch_begin)
@@ -101,3 +101,20 @@ class Throughput(keras.callbacks.Callback):
         if self.print_fn:
             self.print_fn(f"Epoch {epoch + 1}: training steps {seconds:.1f} s, "
                           f"{self.images_per_sec[-1]:.0f} images/s")
+
+
+class TrainEndMark(keras.callbacks.Callback):
+    """Listed first, it notes when ``on_train_end`` begins (:attr:`time`, ``time.perf_counter()``), before
+    the other callbacks' ``on_train_end``. With :class:`Throughput` listed last, the time from
+    ``Throughput.last_epoch_end_time`` to this mark is what ``fit`` did after its epochs before any callback's
+    ``on_train_end`` (Keras 3 deletes the validation iterator there), the same whatever callbacks run."""
+
+    def __init__(self):
+        super().__init__()
+        self.time: float | None = None
+
+    def on_train_begin(self, logs=None):
+        self.time = None
+
+    def on_train_end(self, logs=None):
+        self.time = time.perf_counter()
