@@ -30,9 +30,9 @@ class Throughput(keras.callbacks.Callback):
     last training batch to this callback's ``on_epoch_end`` (Keras 3 makes the next input iterator
     there, then validation, and the end-of-epoch work
     of the callbacks listed before this one, such as ``ModelCheckpoint``). The three add up to
-    :attr:`epoch_wall_seconds`. After the last epoch, :attr:`after_last_epoch_seconds` runs from its
-    ``on_epoch_end`` to this callback's ``on_train_end`` (Keras 3 deletes the validation iterator there), and
-    :attr:`train_end_time` (``time.perf_counter()`` at ``on_train_end``) lets the caller time what ``fit``
+    :attr:`epoch_wall_seconds`. :attr:`last_epoch_end_time` (``time.perf_counter()`` at the last
+    ``on_epoch_end``; Keras 3 deletes the validation iterator after it, before ``on_train_end``) and
+    :attr:`train_end_time` (at this callback's ``on_train_end``) let the caller time what ``fit``
     does after it, before returning: deleting its last training iterators (two, the epoch's and the one
     made after its last batch, when no ``steps_per_epoch`` is given). Each ``fit`` starts these anew.
     :attr:`initial_weights_fingerprint` is a hash of the weights training started from
@@ -52,7 +52,6 @@ class Throughput(keras.callbacks.Callback):
         self.before_training_seconds: list[float] = []
         self.epoch_wall_seconds: list[float] = []
         self.initial_weights_fingerprint: str | None = None
-        self.after_last_epoch_seconds: float | None = None
         self.train_end_time: float | None = None
         self.last_epoch_end_time: float | None = None  # time.perf_counter() at the latest on_epoch_end
         self._epoch_begin: float | None = None
@@ -60,7 +59,7 @@ class Throughput(keras.callbacks.Callback):
         self._last_end: float | None = None
 
     def on_train_begin(self, logs=None):
-        self.last_epoch_end_time = self.after_last_epoch_seconds = self.train_end_time = None  # this fit's
+        self.last_epoch_end_time = self.train_end_time = None  # this fit's
         if self.initial_weights_fingerprint is None:  # the first fit this callback sees
             self.initial_weights_fingerprint = fingerprint(self.model.get_weights())
 
@@ -71,8 +70,6 @@ class Throughput(keras.callbacks.Callback):
 
     def on_train_end(self, logs=None):
         self.train_end_time = time.perf_counter()
-        if self.last_epoch_end_time is not None:
-            self.after_last_epoch_seconds = self.train_end_time - self.last_epoch_end_time
 
     def on_epoch_begin(self, epoch, logs=None):
         self._epoch_begin = time.perf_counter()

@@ -175,14 +175,14 @@ def test_throughput_marks_the_end_of_training_so_that_fit_s_last_deletion_can_be
     x, y = _data()
     model = _tiny_model()
     model.fit(x, y, batch_size=8, epochs=2, verbose=0, callbacks=[slow, meter])
-    assert meter.after_last_epoch_seconds >= 0.3  # the on_train_end of the callbacks listed before it
+    assert meter.train_end_time - meter.last_epoch_end_time >= 0.3  # the on_train_end of the callbacks listed before it
     assert slow.began < meter.train_end_time
     mark, slow = callbacks.TrainEndMark(), _SlowTrainEnd()  # the mark, listed first, comes before them
     model.fit(x, y, batch_size=8, epochs=1, verbose=0, callbacks=[mark, slow, meter])
     assert meter.last_epoch_end_time <= mark.time < slow.began < meter.train_end_time
     # the same meter in a fit that trains no epoch (resuming at its last): nothing of the first fit's is kept
     model.fit(x, y, batch_size=8, epochs=2, initial_epoch=2, verbose=0, callbacks=[meter])
-    assert meter.after_last_epoch_seconds is None and meter.train_end_time is not None
+    assert meter.last_epoch_end_time is None and meter.train_end_time is not None
     meter, deleted = callbacks.Throughput(examples_per_epoch=40), []
     # steps_per_epoch: Keras 3 keeps one iterator for the whole fit and deletes it as fit returns
     _tiny_model().fit(_slow_to_delete(deleted), epochs=2, steps_per_epoch=5, verbose=0, callbacks=[meter])
