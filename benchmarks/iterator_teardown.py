@@ -27,13 +27,10 @@ logs of the last run again without running anything.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime
 import json
 import os
-import queue
 import re
-import subprocess
 import sys
 import threading
 import time
@@ -142,26 +139,13 @@ def child_env(environ=os.environ) -> dict:
     return {**environ, "TF_CPP_MIN_LOG_LEVEL": "0", "TF_CPP_VMODULE": "model=2"}
 
 
-def _lines(stream) -> queue.Queue:
-    """``stream``'s lines as they come, read by a thread of their own; ``None`` when it ends."""
-    found = queue.Queue()
-
-    def pump():
-        for line in stream:
-            found.put(line)
-        found.put(None)
-
-    threading.Thread(target=pump, daemon=True).start()
-    return found
-
-
-def _await(lines: queue.Queue, word: str, error: str, timeout: float) -> None:
+def _await(child: processes.Piped, word: str, error: str, timeout: float) -> None:
     """Take the child's stdout lines up to one that is ``word`` (other lines, such as the device notice,
     pass); ``error`` when the child ends first or writes no line for ``timeout`` seconds (a hung child)."""
     while True:
         try:
-            line = lines.get(timeout=timeout)
-        except queue.Empty:
+            line = child.next_line(timeout)
+        except TimeoutError:
             raise RuntimeError(f"{error} (no line for {timeout:g} s)") from None
         if line is None:
             raise RuntimeError(error)
@@ -174,38 +158,27 @@ def run(args) -> dict:
     try:
         for name in args.autotune:
             logs[name] = open(args.log_dir / f"child_autotune_{name}.log", "w")  # noqa: SIM115 -- closed below
-            with processes.interrupts_held():  # a Ctrl-C between starting and recording would leave it running
-                children[name] = subprocess.Popen(
-                    [sys.executable, __file__, "--child", name, "--replicas", str(args.replicas), "--limit",
-                     str(args.limit), "--batch", str(args.batch)], start_new_session=True,
-                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=logs[name], text=True, env=child_env())
-                processes.LIVE[children[name].pid] = children[name]
-        lines = {name: _lines(child.stdout) for name, child in children.items()}
-        for name in children:
-            _await(lines[name], "ready", f"the autotune-{name} child did not start: see {logs[name].name}",
-                   args.timeout)
+            children[name] = processes.Piped(
+                [sys.executable, __file__, "--child", name, "--replicas", str(args.replicas), "--limit",
+                 str(args.limit), "--batch", str(args.batch)], stderr=logs[name], env=child_env())
+        for name, child in children.items():
+            _await(child, "ready", f"the autotune-{name} child did not start: see {logs[name].name}", args.timeout)
         for _ in range(args.epochs):  # interleaved: one epoch of each child in turn, the other idle
             for name, child in children.items():
-                try:
-                    child.stdin.write("epoch\n")
-                    child.stdin.flush()
-                except BrokenPipeError:  # it has exited
-                    raise RuntimeError(f"the autotune-{name} child stopped: see {logs[name].name}") from None
-                _await(lines[name], "done", f"the autotune-{name} child stopped: see {logs[name].name}", args.timeout)
+                stopped = f"the autotune-{name} child stopped: see {logs[name].name}"
+                if not child.send("epoch"):  # it has exited
+                    raise RuntimeError(stopped)
+                _await(child, "done", stopped, args.timeout)
     finally:
-        for child in children.values():
-            if child.stdin:
-                with contextlib.suppress(BrokenPipeError):  # one that died: its unsent bytes cannot flush
-                    child.stdin.close()  # the child's loop ends: it exits on its own
-        for child in children.values():
-            try:
-                child.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                pass
-        processes.stop(children.values(), grace=5.0)  # what has not exited, by process group; all reaped
-        for log in logs.values():
-            log.close()
-    args.pids = [child.pid for child in children.values()]
+        try:
+            for child in children.values():  # its stdin closed, its loop ends: it exits on its own
+                child.stop(grace=30)  # or, not gone in 30 s, it is stopped by process group; reaped
+        finally:
+            for child in children.values():  # after an interrupt in a wait above: the rest at once
+                child.stop()
+            for log in logs.values():
+                log.close()
+    args.pids = [child.proc.pid for child in children.values()]
     return analyse_logs(args)
 
 

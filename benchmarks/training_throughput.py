@@ -41,12 +41,10 @@ import itertools
 import json
 import os
 import platform
-import queue
 import re
 import statistics
 import subprocess
 import sys
-import threading
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -259,53 +257,43 @@ class Child:
     ``read_result`` its next ``RESULT`` line, ``close`` it (always: terminate, then kill the group)."""
 
     def __init__(self, payload: dict, argv: list | None = None, timeout: float = 1800):
-        self.timeout, self.results, self.tail = timeout, queue.Queue(), collections.deque(maxlen=400)
-        with processes.interrupts_held():  # a Ctrl-C right here would leave a process nobody stops
-            self.proc = subprocess.Popen([*(argv or [sys.executable, __file__, "--child"]), json.dumps(payload)],
-                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                         text=True, errors="replace", start_new_session=True,
-                                         env=child_env(payload))
-            processes.LIVE[self.proc.pid] = self.proc  # stopped at exit if nothing else stops it
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        for line in self.proc.stdout:
-            if line.startswith(RESULT):
-                self.results.put(line[len(RESULT):])
-            else:
-                self.tail.append(line.rstrip("\n"))
-        self.results.put(None)
+        self.timeout, self.tail = timeout, collections.deque(maxlen=400)  # its last lines: why it failed
+        self.piped = processes.Piped([*(argv or [sys.executable, __file__, "--child"]), json.dumps(payload)],
+                                     env=child_env(payload))
+        self.proc = self.piped.proc
 
     def send(self, command: str) -> None:
-        try:
-            self.proc.stdin.write(command + "\n")
-            self.proc.stdin.flush()
-        except OSError:  # a broken pipe: it has exited
-            raise self._failed() from None
+        if not self.piped.send(command):  # a broken pipe: it has exited
+            raise self._failed()
 
     def read_result(self) -> dict:
-        try:
-            line = self.results.get(timeout=self.timeout)
-        except queue.Empty:
-            self.close()
-            raise ChildFailed(f"no result in {self.timeout:.0f} s") from None
-        if line is None:
-            raise self._failed()
-        return json.loads(line)
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                line = self.piped.next_line(deadline - time.monotonic())
+            except TimeoutError:
+                self.close()
+                raise ChildFailed(f"no result in {self.timeout:.0f} s") from None
+            if line is None:
+                raise self._failed()
+            if line.startswith(RESULT):
+                return json.loads(line[len(RESULT):])
+            self.tail.append(line)
 
     def _failed(self) -> ChildFailed:
         self.close(grace=10)
+        deadline = time.monotonic() + 5
+        with contextlib.suppress(TimeoutError):  # the lines it wrote before it ended, not yet read
+            while (line := self.piped.next_line(deadline - time.monotonic())) is not None:
+                self.tail.append(line)
         # A configuration TensorFlow cannot run here (XLA under MirroredStrategy on logical CPU devices,
         # say) is a result too: recorded with TensorFlow's own message, and the others go on.
         return ChildFailed(_reason("\n".join(self.tail)) or f"exit {self.proc.returncode}")
 
     def close(self, grace: float = 0.0) -> None:
-        """Stop it: wait up to ``grace`` seconds for it to leave by itself, then SIGTERM, SIGKILL its group."""
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(timeout=grace)
-        with contextlib.suppress(OSError):
-            self.proc.stdin.close()
-        processes.stop([self.proc], grace=5.0)
+        """Stop it: close its stdin, wait up to ``grace`` seconds for it to leave by itself, then SIGTERM,
+        SIGKILL its group. Once: later calls do nothing."""
+        self.piped.stop(grace)
 
 
 def _outcome(child, command: str | None = None) -> dict:

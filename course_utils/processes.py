@@ -6,7 +6,8 @@ On Linux the child also gets ``PR_SET_PDEATHSIG``: it is killed when the process
 dies, even by SIGKILL. :func:`stop` ends process groups (SIGTERM, then SIGKILL after a grace
 period) and reaps them; an interrupt while it waits kills what is left at once. Every process
 started here is registered in :data:`LIVE` until stopped, and an ``atexit`` handler stops the rest
-when Python exits normally.
+when Python exits normally. :class:`Piped` is a child spoken to line by line (stdin and stdout), with a
+wait for its next line that gives up on a child that hangs.
 
 Stopping the *group* matters: a task that started children of its own (a shell, ``timeout``, a data
 loader) leaves them running if only its own pid is killed.
@@ -69,6 +70,66 @@ def start(command, *, env: dict, log_path, lines: queue.Queue, tag=None, cpus=No
     return proc, reader
 
 
+class Piped:
+    """A child spoken to line by line: started in a process group of its own with pipes to its stdin and
+    stdout (text), registered in :data:`LIVE`, its stdout read by a thread of its own so that a wait for
+    a line can give up on a child that hangs. ``stderr``: where its stderr goes (with stdout by default).
+    Unlike :func:`start`'s children it gets no death signal: :meth:`stop` it (the ``atexit`` handler
+    stops it at a normal exit)."""
+
+    def __init__(self, command, *, env=None, stderr=subprocess.STDOUT):
+        with interrupts_held():  # a Ctrl-C between starting and recording would leave it running
+            self.proc = subprocess.Popen([str(c) for c in command], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=stderr, text=True, errors="replace", start_new_session=True, env=env)
+            LIVE[self.proc.pid] = self.proc
+        self._lines: queue.Queue = queue.Queue()
+        self._ended = self._stopped = False  # its stdout's end has been read; stop has run
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        with self.proc.stdout:
+            for line in self.proc.stdout:
+                self._lines.put(line.rstrip("\n"))
+        self._lines.put(None)
+
+    def next_line(self, timeout: float) -> str | None:
+        """Its next stdout line; ``None`` once its stdout has ended (it exited, or closed it, and no process
+        it started holds it open); ``TimeoutError`` after ``timeout`` seconds without a line."""
+        if self._ended:
+            return None
+        try:
+            line = self._lines.get(timeout=max(timeout, 0.0))
+        except queue.Empty:
+            raise TimeoutError(f"no line for {timeout:g} s") from None
+        self._ended = line is None
+        return line
+
+    def send(self, line: str) -> bool:
+        """Write ``line`` to its stdin; ``False`` if it cannot take it (it has exited: a broken pipe; or its
+        stdin was closed here)."""
+        try:
+            self.proc.stdin.write(line + "\n")
+            self.proc.stdin.flush()
+        except (OSError, ValueError):
+            return False
+        return True
+
+    def stop(self, grace: float = 0.0) -> None:
+        """Close its stdin (a child that reads lines until their end leaves by itself), wait up to ``grace``
+        seconds for it to exit, then stop its process group (SIGTERM, SIGKILL after 5 s) and reap it,
+        however the wait ends (an interrupt too). Once: later calls do nothing."""
+        if self._stopped:
+            return
+        try:
+            with contextlib.suppress(OSError):  # one that died: its unsent bytes cannot flush
+                self.proc.stdin.close()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=grace)
+        finally:
+            stop([self.proc], grace=5.0)
+            self._stopped = True
+
+
 @contextlib.contextmanager
 def interrupts_held():
     """Hold Ctrl-C (SIGINT, Jupyter's stop button) back for the block, then deliver it.
@@ -125,7 +186,7 @@ def stop(procs, grace: float = 5.0, kill: bool = False) -> None:
 
 @atexit.register
 def stop_all_live() -> None:
-    """Stop every process :func:`start` started and nobody stopped yet."""
+    """Stop every process registered in :data:`LIVE` (by :func:`start` or :class:`Piped`) and not stopped yet."""
     stop(list(LIVE.values()), grace=2.0)
 
 

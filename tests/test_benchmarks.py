@@ -6,7 +6,6 @@ import importlib.util
 import json
 import os
 import platform
-import subprocess
 import sys
 import time
 from dataclasses import asdict
@@ -213,7 +212,7 @@ def test_interleave_closes_every_child_on_an_interrupt():
 
 # A stand-in for ``serve`` (no TensorFlow): it reports an untimed epoch, then one "epoch" per command.
 SERVE = r"""
-import json, sys
+import json, sys, time
 payload = json.loads(sys.argv[1])
 if payload.get("fail"):
     sys.exit("ValueError: cannot build this configuration here")
@@ -227,6 +226,8 @@ for line in sys.stdin:
     with open(payload["log"], "a") as log:
         log.write(f"{payload['name']} {n}\n")
     print("RESULT " + json.dumps({"images_per_s": 100.0 * n + len(payload["name"])}), flush=True)
+if payload.get("linger"):
+    time.sleep(60)
 """
 
 
@@ -249,7 +250,9 @@ def test_interleave_with_real_processes_takes_turns_and_leaves_none_running(tmp_
 
 
 def test_a_child_is_stopped_while_it_waits_and_when_it_falls_silent(tmp_path):
-    waiting = bench.Child({"name": "w", "log": str(tmp_path / "log")}, argv=[sys.executable, "-c", SERVE])
+    # "linger": it stays after its stdin closes, so that close must stop it
+    waiting = bench.Child({"name": "w", "log": str(tmp_path / "log"), "linger": True},
+                          argv=[sys.executable, "-c", SERVE])
     assert waiting.read_result() == {"steps": 1, "warmup_images_per_s": 1.0}
     waiting.close()
     assert waiting.proc.returncode is not None and waiting.proc.returncode != 0  # terminated, not finished
@@ -359,23 +362,24 @@ def test_teardown_analysis_finds_the_thread_that_slept_on_and_the_round_the_dele
 
 def test_teardown_waits_for_its_word_and_gives_up_on_a_child_that_hangs_or_ends():
     def child(code):
-        return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, start_new_session=True)
+        return processes.Piped([sys.executable, "-c", code])
 
-    with child("print('device notice'); print('ready', flush=True)") as talks:
-        teardown._await(teardown._lines(talks.stdout), "ready", "did not start", timeout=60)  # the notice passes
-    with child("print('something else')") as ends:
+    talks = child("print('device notice'); print('ready', flush=True)")
+    ends = child("print('something else')")
+    hangs = child("import time; print('device notice', flush=True); time.sleep(60)")
+    try:
+        teardown._await(talks, "ready", "did not start", timeout=60)  # the notice passes
         with pytest.raises(RuntimeError, match="^did not start$"):
-            teardown._await(teardown._lines(ends.stdout), "ready", "did not start", timeout=60)
-    with child("import time; print('device notice', flush=True); time.sleep(60)") as hangs:
-        lines = teardown._lines(hangs.stdout)
-        try:
-            started = time.perf_counter()
-            with pytest.raises(RuntimeError, match=r"did not start \(no line for 1 s\)"):
-                teardown._await(lines, "ready", "did not start", timeout=1)
-            assert time.perf_counter() - started < 30  # not the child's 60 s
-        finally:
-            processes.stop([hangs], grace=0)
-        assert lines.get(timeout=10) is None  # its reader reached the end of the stream: no thread left reading
+            teardown._await(ends, "ready", "did not start", timeout=60)
+        started = time.perf_counter()
+        with pytest.raises(RuntimeError, match=r"did not start \(no line for 1 s\)"):
+            teardown._await(hangs, "ready", "did not start", timeout=1)
+        assert time.perf_counter() - started < 30  # not the child's 60 s
+    finally:
+        for each in (talks, ends, hangs):
+            each.stop()
+    assert hangs.next_line(timeout=10) is None  # its reader reached the end of the stream: no thread left reading
+    assert not {each.proc.pid for each in (talks, ends, hangs)} & set(processes.LIVE)
     for bad in ("0", "-1", "inf"):
         with pytest.raises(SystemExit):
             teardown.main(["--timeout", bad])

@@ -1,0 +1,85 @@
+"""processes.Piped: a child spoken to line by line, always stopped with its process group."""
+
+import sys
+import time
+
+import pytest
+
+from course_utils import processes
+from process_checks import alive, wait_until
+
+pytestmark = pytest.mark.versionless
+
+ECHO = """
+import sys
+print("ready", flush=True)
+for line in sys.stdin:
+    print("got " + line.strip(), flush=True)
+"""
+
+# a child that starts a grandchild (its pid printed) and then ignores its stdin closing
+PARENT = """
+import subprocess, sys, time
+print(subprocess.Popen(["sleep", "300"]).pid, flush=True)
+sys.stdin.close()
+time.sleep(300)
+"""
+
+
+@pytest.fixture
+def piped():
+    """Starts ``Piped`` children and stops every one of them after the test, whatever its asserts did."""
+    started = []
+
+    def start(command, **kw):
+        started.append(processes.Piped(command, **kw))
+        return started[-1]
+
+    yield start
+    for child in started:
+        child.stop()
+
+
+def test_lines_go_both_ways_and_the_end_of_its_output_stays_read(piped):
+    child = piped([sys.executable, "-c", ECHO])
+    assert child.next_line(timeout=60) == "ready"
+    assert child.send("one") and child.next_line(timeout=60) == "got one"
+    child.proc.stdin.close()  # its loop ends: it exits by itself
+    assert child.next_line(timeout=60) is None
+    assert child.next_line(timeout=0) is None  # at once: the end was read
+    assert child.proc.wait(timeout=60) == 0
+    assert child.send("two") is False  # its stdin is closed: refused, not an exception
+    child.stop()
+    child.stop()  # once: a second stop does nothing
+    assert child.proc.pid not in processes.LIVE
+
+
+def test_a_silent_child_times_out_and_an_exited_one_refuses_lines(piped):
+    silent = piped([sys.executable, "-c", "import time; time.sleep(300)"])
+    started = time.perf_counter()
+    with pytest.raises(TimeoutError, match="no line for 0.5 s"):
+        silent.next_line(timeout=0.5)
+    assert time.perf_counter() - started < 30
+    silent.stop()
+    assert silent.proc.returncode is not None and not alive(silent.proc.pid)
+    gone = piped([sys.executable, "-c", "pass"])
+    assert gone.next_line(timeout=60) is None and gone.proc.wait(timeout=60) == 0
+    assert gone.send("x" * 100_000) is False  # a broken pipe, not an exception
+
+
+def test_stop_ends_its_whole_group_and_stderr_goes_where_asked(piped, tmp_path):
+    child = piped([sys.executable, "-c", PARENT])
+    grandchild = int(child.next_line(timeout=60))
+    assert alive(grandchild)
+    try:
+        child.stop(grace=0.2)  # it does not leave by itself: its group is terminated
+        assert not alive(child.proc.pid) and child.proc.pid not in processes.LIVE
+        wait_until(lambda: not alive(grandchild), what="the grandchild to be stopped with its group")
+    finally:
+        processes.stop([child.proc], kill=True)  # its group, had stop failed to end it
+    with open(tmp_path / "err.log", "w") as log:
+        noisy = piped([sys.executable, "-c", "import sys; print('out'); print('err', file=sys.stderr)"],
+                      stderr=log)
+        assert noisy.next_line(timeout=60) == "out" and noisy.next_line(timeout=60) is None
+        noisy.stop(grace=60)
+    assert (tmp_path / "err.log").read_text() == "err\n"
