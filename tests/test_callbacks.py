@@ -188,3 +188,42 @@ def test_throughput_marks_the_end_of_training_so_that_fit_s_last_deletion_can_be
     _tiny_model().fit(_slow_to_delete(deleted), epochs=2, steps_per_epoch=5, verbose=0, callbacks=[meter])
     assert len(deleted) == 1 and meter.train_end_time <= deleted[0]  # deleted after on_train_end
     assert time.perf_counter() - meter.train_end_time >= 0.5  # so fit's last 0.5 s are timed from it
+
+
+class _TrainBegin(keras.callbacks.Callback):
+    def on_train_begin(self, logs=None):
+        self.time = time.perf_counter()
+
+
+def test_fit_s_last_wait_holds_its_final_deletions_under_mirrored_strategy_with_gc_off():
+    """As notebook 04 times its runs: collection off, ``MirroredStrategy`` over the two logical devices, a
+    dataset of known length and no ``steps_per_epoch`` (Keras 3 makes iterators each epoch). A used iterator
+    is deleted when its references go, not by a later collection: epoch 1's as epoch 2 begins (in the
+    epoch-start wait), the last epoch's after ``on_train_end``, before ``fit`` returns: in the last wait."""
+    import tensorflow as tf  # noqa: PLC0415
+
+    deleted, epochs = [], 3
+    # 5 batches an epoch of an endless generator (not take(5): take drops its input, and so closes the
+    # generator, as it reaches its count): its `finally` runs when Keras deletes the iterator
+    data = _slow_to_delete(deleted, seconds=0.4).apply(tf.data.experimental.assert_cardinality(5))
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"],
+                                              cross_device_ops=tf.distribute.ReductionToOneDevice())
+    with strategy.scope():
+        model = _tiny_model()
+    meter, mark, began = callbacks.Throughput(examples_per_epoch=40), callbacks.TrainEndMark(), _TrainBegin()
+    gc.collect()
+    gc.disable()
+    try:
+        model.fit(data, epochs=epochs, verbose=0, callbacks=[began, mark, meter])
+        returned = time.perf_counter()
+    finally:
+        gc.enable()
+    # (fit's symbolic build under the scope pulls a batch from an iterator of its own, deleted before training)
+    during = [t for t in deleted if began.time <= t <= returned]
+    assert len(during) == epochs, (deleted, began.time)  # every epoch's used iterator, with no collection
+    later = [t for t in during if t >= meter.train_end_time]
+    assert len(later) == 1, (deleted, meter.train_end_time, returned)  # the last epoch's, as fit returns
+    last_wait = (mark.time - meter.last_epoch_end_time) + (returned - meter.train_end_time)
+    assert last_wait >= 0.4  # its sleep is in the last wait
+    # and each later epoch's start waited for the deletion of the iterator its predecessor used
+    assert all(wait >= 0.4 for wait in meter.before_training_seconds[1:]), meter.before_training_seconds
