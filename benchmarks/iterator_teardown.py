@@ -140,17 +140,15 @@ def child_env(environ=os.environ) -> dict:
 
 
 def _await(child: processes.Piped, word: str, error: str, timeout: float) -> None:
-    """Take the child's stdout lines up to one that is ``word`` (other lines, such as the device notice,
-    pass); ``error`` when the child ends first or writes no line for ``timeout`` seconds (a hung child)."""
-    while True:
-        try:
-            line = child.next_line(timeout)
-        except TimeoutError:
-            raise RuntimeError(f"{error} (no line for {timeout:g} s)") from None
-        if line is None:
-            raise RuntimeError(error)
-        if line.strip() == word:
-            return
+    """Take the child's stdout lines up to one that starts with ``word`` (other lines, such as the device
+    notice, pass); ``error`` when the child ends first or writes no such line in ``timeout`` seconds (a hung
+    child)."""
+    try:
+        found = child.wait_for(word, timeout)
+    except TimeoutError:
+        raise RuntimeError(f"{error} (no '{word}' line in {timeout:g} s)") from None
+    if found is None:
+        raise RuntimeError(error)
 
 
 def run(args) -> dict:

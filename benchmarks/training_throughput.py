@@ -267,18 +267,14 @@ class Child:
             raise self._failed()
 
     def read_result(self) -> dict:
-        deadline = time.monotonic() + self.timeout
-        while True:
-            try:
-                line = self.piped.next_line(deadline - time.monotonic())
-            except TimeoutError:
-                self.close()
-                raise ChildFailed(f"no result in {self.timeout:.0f} s") from None
-            if line is None:
-                raise self._failed()
-            if line.startswith(RESULT):
-                return json.loads(line[len(RESULT):])
-            self.tail.append(line)
+        try:
+            found = self.piped.wait_for(RESULT, self.timeout, tail=self.tail)
+        except TimeoutError:
+            self.close()
+            raise ChildFailed(f"no result in {self.timeout:.0f} s") from None
+        if found is None:
+            raise self._failed()
+        return json.loads(found)
 
     def _failed(self) -> ChildFailed:
         self.close(grace=10)

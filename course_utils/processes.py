@@ -104,6 +104,18 @@ class Piped:
         self._ended = line is None
         return line
 
+    def wait_for(self, prefix: str, timeout: float, tail=None) -> str | None:
+        """The rest of its next stdout line that starts with ``prefix``; the lines before it are appended to
+        ``tail`` (a list or deque) if given. ``None`` if its stdout ends first; ``TimeoutError`` when
+        ``timeout`` seconds pass in all without such a line (a child that hangs, or one that keeps talking)."""
+        deadline = time.monotonic() + timeout
+        while (line := self.next_line(deadline - time.monotonic())) is not None:
+            if line.startswith(prefix):
+                return line[len(prefix):]
+            if tail is not None:
+                tail.append(line)
+        return None
+
     def send(self, line: str) -> bool:
         """Write ``line`` to its stdin; ``False`` if it cannot take it (it has exited: a broken pipe; or its
         stdin was closed here)."""

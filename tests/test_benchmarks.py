@@ -372,7 +372,7 @@ def test_teardown_waits_for_its_word_and_gives_up_on_a_child_that_hangs_or_ends(
         with pytest.raises(RuntimeError, match="^did not start$"):
             teardown._await(ends, "ready", "did not start", timeout=60)
         started = time.perf_counter()
-        with pytest.raises(RuntimeError, match=r"did not start \(no line for 1 s\)"):
+        with pytest.raises(RuntimeError, match=r"did not start \(no 'ready' line in 1 s\)"):
             teardown._await(hangs, "ready", "did not start", timeout=1)
         assert time.perf_counter() - started < 30  # not the child's 60 s
     finally:

@@ -83,3 +83,29 @@ def test_stop_ends_its_whole_group_and_stderr_goes_where_asked(piped, tmp_path):
         assert noisy.next_line(timeout=60) == "out" and noisy.next_line(timeout=60) is None
         noisy.stop(grace=60)
     assert (tmp_path / "err.log").read_text() == "err\n"
+
+
+# talks, then prints its result, then (given "hang") keeps talking without one
+TALKER = """
+import sys, time
+print("warming up", flush=True)
+print("RESULT 42", flush=True)
+if sys.argv[1] == "hang":
+    while True:
+        print("still busy", flush=True)
+        time.sleep(0.05)
+"""
+
+
+def test_wait_for_gives_the_prefixed_line_keeps_the_rest_and_gives_up(piped):
+    tail = []
+    child = piped([sys.executable, "-c", TALKER, "end"])
+    assert child.wait_for("RESULT ", timeout=60, tail=tail) == "42"
+    assert tail == ["warming up"]
+    assert child.wait_for("RESULT ", timeout=60) is None  # its output ended first
+    chatty = piped([sys.executable, "-c", TALKER, "hang"])
+    assert chatty.wait_for("RESULT ", timeout=60) == "42"
+    started = time.perf_counter()
+    with pytest.raises(TimeoutError):  # lines keep coming, none with the prefix: the deadline is overall
+        chatty.wait_for("RESULT ", timeout=1.0)
+    assert time.perf_counter() - started < 30
