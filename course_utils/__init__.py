@@ -23,6 +23,8 @@ Every notebook
 - :mod:`course_utils.monitor`    -- per-core CPU and GPU utilisation sampled in a background thread.
 - :mod:`course_utils.waterfall`  -- whole runs side by side, what each one-at-a-time change cost, the chart.
 - :mod:`course_utils.op_profile` -- a TensorFlow profiler trace read back: step times, op time by owner.
+- :mod:`course_utils.kernel_sets` -- one training step with TensorFlow's own x86 kernels and with oneDNN's, each
+  in processes of its own.
 
 05 multi-worker and 05b network links
 - :mod:`course_utils.tf_config`      -- build ``TF_CONFIG`` on free local ports, and check any you are given.

@@ -191,14 +191,30 @@ def chain_steps(runs: Mapping[str, Sequence[Run]], chain: Sequence[str], max_spr
     return steps
 
 
-def step_table(steps: Sequence[Step], rule: str = "ranges of whole runs separate") -> str:
-    """The chain's steps, one line each; ``rule`` names what the verdicts compared, in the header."""
+IMPOSSIBLE = ("! its paired range lies wholly on the side its change cannot take (it only adds, or only removes, "
+              "work): a cost that varies from run to run fell unevenly on the two configurations")
+
+
+def step_table(steps: Sequence[Step], rule: str = "ranges of whole runs separate",
+               sign: Mapping[str, int] | None = None) -> str:
+    """The chain's steps, one line each; ``rule`` names what the verdicts compared, in the header. The
+    "paired" column judges each step's paired differences against zero by the range rule
+    (:func:`course_utils.verdicts.against_zero`; from 2 rounds). ``sign``: ``{change: +1}`` for a change that
+    only adds work, ``-1`` for one that only removes work; a paired range wholly on the other side of 0 is
+    marked ``!``, explained (:data:`IMPOSSIBLE`) under the table."""
+    sign, marked = sign or {}, False
     width = max(len(s.name) for s in steps)
-    lines = [f"{'change':<{width}}  {'fastest':>8}  {'paired, range':>15}  verdict (the rule: {rule})"]
+    lines = [f"{'change':<{width}}  {'fastest':>8}  {'paired, range':>15}  {'paired vs 0':<13}  "
+             f"verdict (the rule: {rule})"]
     for s in steps:
-        spread = f"{min(s.differences):+.2f} to {max(s.differences):+.2f}"
-        lines.append(f"{s.name:<{width}}  {s.fastest:+7.2f}s  {spread:>15}  {s.verdict}")
-    return "\n".join(lines)
+        low, high = min(s.differences), max(s.differences)
+        side = verdicts.separate((low, high), (0.0, 0.0)) if len(s.differences) > 1 else None
+        said = "1 round" if side is None else {1: "above 0", -1: "below 0", 0: "includes 0"}[side]
+        if side and side == -sign.get(s.name, 0):
+            said, marked = said + " !", True
+        spread = f"{low:+.2f} to {high:+.2f}"
+        lines.append(f"{s.name:<{width}}  {s.fastest:+7.2f}s  {spread:>15}  {said:<13}  {s.verdict}")
+    return "\n".join(lines + ([IMPOSSIBLE] if marked else []))
 
 
 def plot_waterfall(start: tuple[str, float], parts: Sequence[tuple[str, float, float, float]],

@@ -145,6 +145,22 @@ def test_chain_steps_pair_the_rounds_and_give_the_rule_s_verdict():
     assert "+2.00s" in table and "+2.00 to +2.50" in table and "fastest" in table
     assert "(the rule: ranges of whole runs separate)" in table.splitlines()[0]
     assert "(the rule: runs without waits)" in waterfall.step_table([first], rule="runs without waits").splitlines()[0]
+    assert "  above 0  " in table.splitlines()[1]  # paired: +2.00 to +2.50
+    once = waterfall.chain_steps({"a": [Run(1.0)], "b": [Run(2.0)]}, ["a", "b"])
+    assert waterfall.step_table(once).count("1 round") == 1
+
+
+def test_a_paired_range_on_the_side_its_change_cannot_take_is_marked():
+    runs = {"timer at build": [Run(10.0), Run(11.0)], "timer at fit": [Run(10.5), Run(11.2)],  # removes work, yet +
+            "+ callback": [Run(10.0), Run(11.0)], "+ other": [Run(10.5), Run(10.8)]}
+    steps = waterfall.chain_steps(runs, list(runs))
+    table = waterfall.step_table(steps, sign={"timer at fit": -1, "+ callback": +1, "+ other": +1})
+    rows = {line.split("  ")[0].strip(): line for line in table.splitlines()[1:4]}
+    assert "above 0 !" in rows["timer at fit"]  # +0.50 and +0.20: wholly above, for a change that only removes work
+    assert "below 0 !" in rows["+ callback"]  # -0.50 and -0.20: wholly below, for one that only adds
+    assert "includes 0" in rows["+ other"] and "!" not in rows["+ other"]  # +0.50 and -0.20
+    assert table.splitlines()[-1] == waterfall.IMPOSSIBLE
+    assert waterfall.IMPOSSIBLE not in waterfall.step_table(steps)  # no sign given: nothing to mark
 
 
 def test_the_waterfall_draws_each_part_from_the_running_total_and_the_remainder():

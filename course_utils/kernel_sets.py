@@ -1,0 +1,108 @@
+"""The same training step with each of TensorFlow's two sets of x86 CPU kernels, each set in processes of its own.
+
+On x86 CPUs TensorFlow has two sets of CPU kernels, its own (Eigen's) and oneDNN's, and reads
+``TF_ENABLE_ONEDNN_OPTS`` once, when it starts: one process cannot time both. :func:`compare` starts one
+child per set and round, one at a time (the sets' order alternating from round to round), and returns
+each set's results. A child (``python -m course_utils.kernel_sets``) builds the course's CNN
+(:func:`course_utils.models.build_cnn`) compiled as the seed's (Adam, sparse cross-entropy from logits,
+accuracy), on one batch of random images repeated (the arithmetic's speed does not depend on the values),
+trains 2 steps untimed (tracing), ``steps`` steps timed by :class:`course_utils.callbacks.Throughput` (the
+steps alone), then ``steps`` more under TensorFlow's profiler, read back by :mod:`course_utils.op_profile`;
+it prints one ``RESULT`` line of JSON and exits. The parent waits for it, then stops its process group
+however the wait ends.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import statistics
+import sys
+from pathlib import Path
+
+from . import processes
+
+SETS = {"0": "TensorFlow's own (Eigen's)", "1": "oneDNN's"}  # TF_ENABLE_ONEDNN_OPTS -> the kernels it selects
+RESULT = "RESULT "
+
+
+def measure(batch: int, steps: int, image_shape, num_classes: int, profile_dir) -> dict:
+    """In the child: the steps-alone rate and the profile of ``steps`` training steps of ``batch`` images."""
+    import keras  # noqa: PLC0415
+    import numpy as np  # noqa: PLC0415
+    import tensorflow as tf  # noqa: PLC0415
+    from tensorflow.python.util import _pywrap_util_port  # noqa: PLC0415
+
+    from course_utils import models, op_profile  # noqa: PLC0415
+    from course_utils.callbacks import Throughput  # noqa: PLC0415
+
+    rng = np.random.default_rng(0)
+    images = rng.random((batch, *image_shape), dtype=np.float32)
+    labels = rng.integers(0, num_classes, batch).astype(np.int64)
+    data = tf.data.Dataset.from_tensors((images, labels)).repeat()
+    model = models.build_cnn(image_shape, num_classes)
+    model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  metrics=["accuracy"], jit_compile=False)
+    model.fit(data, steps_per_epoch=2, verbose=0)  # traces the step: not timed
+    meter = Throughput(batch * steps)
+    model.fit(data, steps_per_epoch=steps, verbose=0, callbacks=[meter])
+    tf.profiler.experimental.start(str(profile_dir))
+    try:
+        model.fit(data, steps_per_epoch=steps, verbose=0, callbacks=[Throughput(batch * steps)])  # as timed
+    finally:
+        tf.profiler.experimental.stop()
+    profile = op_profile.read(profile_dir)
+    return {"onednn": bool(_pywrap_util_port.IsMklEnabled()), "images_per_second": meter.images_per_sec[0],
+            "step_ms": 1000 * statistics.median(profile.step_seconds),
+            "owner_ms": {name: 1000 * s for name, s in profile.per_step().items()},
+            "op_types": sorted(profile.op_seconds)}
+
+
+def run_child(setting: str, *, batch: int, steps: int, image_shape, num_classes: int, profile_dir,
+              timeout: float = 900) -> dict:
+    """One child with ``TF_ENABLE_ONEDNN_OPTS=setting``: its result (:func:`measure`), or ``RuntimeError``
+    with its last lines when it ends without one or gives none in ``timeout`` seconds."""
+    if setting not in SETS:
+        raise ValueError(f"setting must be one of {', '.join(SETS)} (TF_ENABLE_ONEDNN_OPTS), got {setting!r}")
+    job = {"batch": batch, "steps": steps, "image_shape": list(image_shape), "num_classes": num_classes,
+           "profile_dir": str(profile_dir)}
+    env = {**os.environ, "TF_ENABLE_ONEDNN_OPTS": setting}
+    tail: collections.deque = collections.deque(maxlen=30)
+    child = processes.Piped([sys.executable, "-m", "course_utils.kernel_sets", json.dumps(job)], env=env)
+    name = f"the TF_ENABLE_ONEDNN_OPTS={setting} child"
+    try:
+        found = child.wait_for(RESULT, timeout, tail=tail)
+    except TimeoutError:
+        raise RuntimeError(f"{name} gave no result in {timeout:g} s; its last lines:\n" + "\n".join(tail)) from None
+    finally:
+        child.stop(grace=30)
+    if found is None:
+        raise RuntimeError(f"{name} ended (exit {child.proc.returncode}) without a result; its last lines:\n"
+                           + "\n".join(tail))
+    return json.loads(found)
+
+
+def compare(*, batch: int, steps: int, rounds: int, image_shape, num_classes: int, run_dir,
+            settings=tuple(SETS), timeout: float = 900) -> dict[str, list[dict]]:
+    """``rounds`` children per setting of ``TF_ENABLE_ONEDNN_OPTS``, one at a time, interleaved (the order
+    alternating from round to round): ``{setting: [result per round]}``. Profiles go under ``run_dir``."""
+    if rounds < 1 or steps < 1 or batch < 1:
+        raise ValueError(f"rounds, steps and batch must be >= 1, got {rounds}, {steps}, {batch}")
+    found: dict[str, list[dict]] = {s: [] for s in settings}
+    for r in range(rounds):
+        for setting in settings if r % 2 == 0 else settings[::-1]:
+            found[setting].append(run_child(setting, batch=batch, steps=steps, image_shape=image_shape,
+                                            num_classes=num_classes, timeout=timeout,
+                                            profile_dir=Path(run_dir) / f"onednn_{setting}_round_{r}"))
+    return found
+
+
+def main(argv: list[str]) -> None:
+    job = json.loads(argv[0])
+    found = measure(job["batch"], job["steps"], tuple(job["image_shape"]), job["num_classes"], job["profile_dir"])
+    print(RESULT + json.dumps(found), flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
