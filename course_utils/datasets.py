@@ -18,9 +18,11 @@ used, and the error raised when no source works says what went wrong with it.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import socket
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -150,6 +152,22 @@ def _tfds_broken(err: Exception) -> str:
     )
 
 
+@contextlib.contextmanager
+def _own_tempdir():
+    """tempfile's default directory set to a fresh one of ours for the block, then removed with what is in it.
+
+    TFDS's builder looks for the dataset's metadata in its cloud bucket (``DatasetInfo.initialize_from_bucket``)
+    after making a temporary directory for it, which it never removes: offline, one empty ``/tmp/tmp*tfds``
+    per builder made. Only for the builder's few lines (other threads' temporary files made meanwhile go
+    there too, and are removed with it)."""
+    with tempfile.TemporaryDirectory(prefix="course_tfds_") as ours:
+        previous, tempfile.tempdir = tempfile.tempdir, ours
+        try:
+            yield
+        finally:
+            tempfile.tempdir = previous
+
+
 def _tfds_builder(name: str, data_dir: str | None, offline: bool = False):
     """``(builder, None)``, or ``(None, why not)`` when TFDS is missing or broken. ``offline``: TFDS does
     not look for dataset metadata in its cloud bucket (older releases do by default, with retries)."""
@@ -165,7 +183,8 @@ def _tfds_builder(name: str, data_dir: str | None, offline: bool = False):
         except AttributeError:  # a release without it: nothing to turn off
             pass
     try:
-        return tfds.builder(name, data_dir=data_dir), None
+        with _own_tempdir():
+            return tfds.builder(name, data_dir=data_dir), None
     except Exception as err:  # noqa: BLE001  (e.g. a half-imported module without `builder`)
         return None, _tfds_broken(err)
 

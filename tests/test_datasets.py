@@ -2,6 +2,7 @@ import importlib.abc
 import importlib.util
 import re
 import sys
+import tempfile
 import types
 
 import pytest
@@ -246,3 +247,14 @@ def test_svhn_online_goes_through_tfds(nothing_local, monkeypatch):
     assert info.source.startswith("TFDS download into")
     assert info.num_examples == 12  # the mock ignores the split's slice ("train[:5]"); real TFDS data takes it
     assert image.shape == (32, 32, 3) and image.dtype == tf.uint8 and label.dtype == tf.int64
+
+
+def test_making_a_tfds_builder_leaves_no_temporary_directory(tmp_path, monkeypatch):
+    pytest.importorskip("tensorflow_datasets")
+    root = tmp_path / "tmp"  # tempfile's default directory for this test alone: what is left there is ours
+    root.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(root))
+    builder, problem = datasets._tfds_builder("fashion_mnist", str(tmp_path / "data"), offline=True)
+    assert problem is None and builder.name == "fashion_mnist"
+    assert list(root.iterdir()) == []  # TFDS alone leaves an empty tmp*tfds here for every builder
+    assert tempfile.tempdir == str(root)  # restored
