@@ -197,7 +197,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--limit", type=int, default=3072, help="training images (default 3072, notebook 04's)")
     parser.add_argument("--batch", type=int, default=64, help="per-replica batch (default 64, the seed's)")
     parser.add_argument("--timeout", type=float, default=600,
-                        help="seconds a child may go without a line (starting, or one epoch) before the run stops "
+                        help="seconds a child may take to start, or to train one epoch, before the run stops "
                              "both (default 600)")
     parser.add_argument("--output", type=Path, default=Path(__file__).parent / "results" / "iterator_teardown.json")
     parser.add_argument("--from-logs", action="store_true",

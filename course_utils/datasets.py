@@ -158,9 +158,10 @@ def _own_tempdir():
 
     TFDS's builder looks for the dataset's metadata in its cloud bucket (``DatasetInfo.initialize_from_bucket``)
     after making a temporary directory for it, which it never removes: offline, one empty ``/tmp/tmp*tfds``
-    per builder made. Only for the builder's few lines (other threads' temporary files made meanwhile go
-    there too, and are removed with it)."""
-    with tempfile.TemporaryDirectory(prefix="course_tfds_") as ours:
+    per builder made. The setting is process-wide: another thread's temporary file made meanwhile would go
+    there too, and be removed with it, so it is used around the builder alone, which the notebooks make
+    before starting any thread of theirs."""
+    with tempfile.TemporaryDirectory(prefix="course_tfds_", ignore_cleanup_errors=True) as ours:
         previous, tempfile.tempdir = tempfile.tempdir, ours
         try:
             yield
@@ -182,11 +183,11 @@ def _tfds_builder(name: str, data_dir: str | None, offline: bool = False):
             tfds.core.utils.gcs_utils._is_gcs_disabled = True  # TFDS's own switch (4.9.10 starts with it on)
         except AttributeError:  # a release without it: nothing to turn off
             pass
-    try:
-        with _own_tempdir():
+    with _own_tempdir():
+        try:
             return tfds.builder(name, data_dir=data_dir), None
-    except Exception as err:  # noqa: BLE001  (e.g. a half-imported module without `builder`)
-        return None, _tfds_broken(err)
+        except Exception as err:  # noqa: BLE001  (e.g. a half-imported module without `builder`)
+            return None, _tfds_broken(err)
 
 
 def _count(dataset) -> int:

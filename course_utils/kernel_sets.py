@@ -9,7 +9,7 @@ accuracy), on one batch of random images repeated (the arithmetic's speed does n
 trains 2 steps untimed (tracing), ``steps`` steps timed by :class:`course_utils.callbacks.Throughput` (the
 steps alone), then ``steps`` more under TensorFlow's profiler, read back by :mod:`course_utils.op_profile`;
 it prints one ``RESULT`` line of JSON and exits. The parent waits for it, then stops its process group
-however the wait ends.
+however the wait ends (a child is also killed when the thread that started it ends: ``processes.Piped``).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import json
 import os
 import statistics
 import sys
+import threading
 from pathlib import Path
 
 from . import processes
@@ -59,24 +60,38 @@ def measure(batch: int, steps: int, image_shape, num_classes: int, profile_dir) 
             "op_types": sorted(profile.op_seconds)}
 
 
+def _check(settings, timeout: float) -> None:
+    if unknown := [s for s in settings if s not in SETS]:
+        raise ValueError(f"settings must be among {', '.join(SETS)} (TF_ENABLE_ONEDNN_OPTS), got {unknown}")
+    if not settings or len(set(settings)) != len(settings):
+        raise ValueError(f"give each setting once, at least one, got {list(settings)}")
+    if not 0 < timeout <= threading.TIMEOUT_MAX:
+        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+
+
 def run_child(setting: str, *, batch: int, steps: int, image_shape, num_classes: int, profile_dir,
-              timeout: float = 900) -> dict:
+              timeout: float = 900, command=None) -> dict:
     """One child with ``TF_ENABLE_ONEDNN_OPTS=setting``: its result (:func:`measure`), or ``RuntimeError``
-    with its last lines when it ends without one or gives none in ``timeout`` seconds."""
-    if setting not in SETS:
-        raise ValueError(f"setting must be one of {', '.join(SETS)} (TF_ENABLE_ONEDNN_OPTS), got {setting!r}")
+    with its last lines when it ends without one or gives none in ``timeout`` seconds (then, or on an
+    interrupt, its process group is stopped at once; after its result it is given 30 s to exit by itself).
+    ``command``: the child's program and arguments before the job (default: this module's ``main``)."""
+    _check([setting], timeout)
     job = {"batch": batch, "steps": steps, "image_shape": list(image_shape), "num_classes": num_classes,
            "profile_dir": str(profile_dir)}
     env = {**os.environ, "TF_ENABLE_ONEDNN_OPTS": setting}
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's start-up notices out of the failure's last lines
     tail: collections.deque = collections.deque(maxlen=30)
-    child = processes.Piped([sys.executable, "-m", "course_utils.kernel_sets", json.dumps(job)], env=env)
     name = f"the TF_ENABLE_ONEDNN_OPTS={setting} child"
+    program = command or [sys.executable, "-m", "course_utils.kernel_sets"]
+    child = processes.Piped([*program, json.dumps(job)], env=env)
     try:
         found = child.wait_for(RESULT, timeout, tail=tail)
-    except TimeoutError:
-        raise RuntimeError(f"{name} gave no result in {timeout:g} s; its last lines:\n" + "\n".join(tail)) from None
-    finally:
-        child.stop(grace=30)
+    except BaseException as error:  # a timeout, an interrupt: it is stopped now, not after a grace
+        child.stop()
+        if isinstance(error, TimeoutError):
+            raise RuntimeError(f"{name} gave no result in {timeout:g} s; its last lines:\n" + "\n".join(tail)) from None
+        raise
+    child.stop(grace=30)
     if found is None:
         raise RuntimeError(f"{name} ended (exit {child.proc.returncode}) without a result; its last lines:\n"
                            + "\n".join(tail))
@@ -87,6 +102,8 @@ def compare(*, batch: int, steps: int, rounds: int, image_shape, num_classes: in
             settings=tuple(SETS), timeout: float = 900) -> dict[str, list[dict]]:
     """``rounds`` children per setting of ``TF_ENABLE_ONEDNN_OPTS``, one at a time, interleaved (the order
     alternating from round to round): ``{setting: [result per round]}``. Profiles go under ``run_dir``."""
+    settings = tuple(settings)
+    _check(settings, timeout)
     if rounds < 1 or steps < 1 or batch < 1:
         raise ValueError(f"rounds, steps and batch must be >= 1, got {rounds}, {steps}, {batch}")
     found: dict[str, list[dict]] = {s: [] for s in settings}

@@ -74,12 +74,14 @@ class Piped:
     """A child spoken to line by line: started in a process group of its own with pipes to its stdin and
     stdout (text), registered in :data:`LIVE`, its stdout read by a thread of its own so that a wait for
     a line can give up on a child that hangs. ``stderr``: where its stderr goes (with stdout by default).
-    Unlike :func:`start`'s children it gets no death signal: :meth:`stop` it (the ``atexit`` handler
-    stops it at a normal exit)."""
+    Like :func:`start`'s children it is set up by ``_exec_child.py`` (``PR_SET_PDEATHSIG``: killed when the
+    thread that started it ends, a kernel killed or restarted included); :meth:`stop` it (the ``atexit``
+    handler stops it at a normal exit)."""
 
     def __init__(self, command, *, env=None, stderr=subprocess.STDOUT):
+        command = [sys.executable, "-I", "-S", str(_SETUP), str(os.getpid()), "-", "--", *(str(c) for c in command)]
         with interrupts_held():  # a Ctrl-C between starting and recording would leave it running
-            self.proc = subprocess.Popen([str(c) for c in command], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=stderr, text=True, errors="replace", start_new_session=True, env=env)
             LIVE[self.proc.pid] = self.proc
         self._lines: queue.Queue = queue.Queue()
@@ -107,14 +109,23 @@ class Piped:
     def wait_for(self, prefix: str, timeout: float, tail=None) -> str | None:
         """The rest of its next stdout line that starts with ``prefix``; the lines before it are appended to
         ``tail`` (a list or deque) if given. ``None`` if its stdout ends first; ``TimeoutError`` when
-        ``timeout`` seconds pass in all without such a line (a child that hangs, or one that keeps talking)."""
+        ``timeout`` seconds pass in all without such a line (a child that hangs, or one that keeps talking:
+        the deadline holds however many lines are waiting)."""
         deadline = time.monotonic() + timeout
-        while (line := self.next_line(deadline - time.monotonic())) is not None:
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                if left <= 0:
+                    raise TimeoutError
+                line = self.next_line(left)
+            except TimeoutError:
+                raise TimeoutError(f"no line starting with {prefix!r} in {timeout:g} s") from None
+            if line is None:
+                return None
             if line.startswith(prefix):
                 return line[len(prefix):]
             if tail is not None:
                 tail.append(line)
-        return None
 
     def send(self, line: str) -> bool:
         """Write ``line`` to its stdin; ``False`` if it cannot take it (it has exited: a broken pipe; or its

@@ -198,11 +198,14 @@ IMPOSSIBLE = ("! its paired range lies wholly on the side its change cannot take
 def step_table(steps: Sequence[Step], rule: str = "ranges of whole runs separate",
                sign: Mapping[str, int] | None = None) -> str:
     """The chain's steps, one line each; ``rule`` names what the verdicts compared, in the header. The
-    "paired" column judges each step's paired differences against zero by the range rule
-    (:func:`course_utils.verdicts.against_zero`; from 2 rounds). ``sign``: ``{change: +1}`` for a change that
-    only adds work, ``-1`` for one that only removes work; a paired range wholly on the other side of 0 is
-    marked ``!``, explained (:data:`IMPOSSIBLE`) under the table."""
+    "paired vs 0" column sets each step's range of paired differences against zero by the range rule
+    (:func:`course_utils.verdicts.separate`): "above 0", "below 0", "includes 0", or "1 round" (the rule
+    needs 2). ``sign``: ``{change: +1}`` for a change that only adds work, ``-1`` for one that only removes
+    work (changes not in ``steps`` may be named: one mapping can serve several tables); a paired range wholly
+    on the other side of 0 is marked ``!``, explained (:data:`IMPOSSIBLE`) under the table."""
     sign, marked = sign or {}, False
+    if bad := {name: v for name, v in sign.items() if v not in (1, -1)}:
+        raise ValueError(f"sign takes +1 (only adds work) or -1 (only removes work) per change, got {bad}")
     width = max(len(s.name) for s in steps)
     lines = [f"{'change':<{width}}  {'fastest':>8}  {'paired, range':>15}  {'paired vs 0':<13}  "
              f"verdict (the rule: {rule})"]

@@ -1,6 +1,8 @@
 """kernel_sets: each of TensorFlow's two x86 kernel sets timed and profiled in a process of its own."""
 
 import platform
+import sys
+import time
 
 import pytest
 
@@ -26,9 +28,35 @@ def test_compare_alternates_the_sets_order_and_keeps_each_set_s_rounds(monkeypat
         kernel_sets.compare(batch=8, steps=1, rounds=0, image_shape=(4, 4, 1), num_classes=2, run_dir=tmp_path)
 
 
-def test_a_setting_that_is_not_one_of_the_two_is_refused_before_any_process_starts(tmp_path):
-    with pytest.raises(ValueError, match="must be one of 0, 1"):
-        kernel_sets.run_child("default", batch=8, steps=1, image_shape=(4, 4, 1), num_classes=2, profile_dir=tmp_path)
+def test_bad_settings_and_timeouts_are_refused_before_any_process_starts(tmp_path, monkeypatch):
+    monkeypatch.setattr(processes, "Piped", lambda *a, **kw: pytest.fail("a process was started"))
+    job = dict(batch=8, steps=1, image_shape=(4, 4, 1), num_classes=2)
+    with pytest.raises(ValueError, match=r"settings must be among 0, 1 \(TF_ENABLE_ONEDNN_OPTS\), got \['default'\]"):
+        kernel_sets.run_child("default", profile_dir=tmp_path, **job)
+    with pytest.raises(ValueError, match="settings must be among"):  # checked before the first round's "1" runs
+        kernel_sets.compare(rounds=1, run_dir=tmp_path, settings=("1", "default"), **job)
+    with pytest.raises(ValueError, match="give each setting once"):
+        kernel_sets.compare(rounds=1, run_dir=tmp_path, settings=("1", "1"), **job)
+    with pytest.raises(ValueError, match="timeout must be a positive number of seconds"):
+        kernel_sets.compare(rounds=1, run_dir=tmp_path, timeout=float("inf"), **job)
+
+
+def test_a_child_that_gives_no_result_is_stopped_at_its_timeout_not_after_a_grace(tmp_path, monkeypatch):
+    pids = []
+
+    class Recorded(processes.Piped):
+        def __init__(self, *args, **kw):
+            super().__init__(*args, **kw)
+            pids.append(self.proc.pid)
+
+    monkeypatch.setattr(processes, "Piped", Recorded)
+    hangs = [sys.executable, "-c", "import time; print('starting', flush=True); time.sleep(600)"]
+    started = time.perf_counter()
+    with pytest.raises(RuntimeError, match=r"(?s)TF_ENABLE_ONEDNN_OPTS=1 child gave no result in 1 s.*starting"):
+        kernel_sets.run_child("1", batch=8, steps=1, image_shape=(4, 4, 1), num_classes=2, profile_dir=tmp_path,
+                              timeout=1, command=hangs)
+    assert time.perf_counter() - started < 15  # not the 30 s grace a child with its result gets
+    assert len(pids) == 1 and not alive(pids[0]) and not processes.LIVE
 
 
 @pytest.mark.notebook

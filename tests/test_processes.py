@@ -1,5 +1,7 @@
 """processes.Piped: a child spoken to line by line, always stopped with its process group."""
 
+import os
+import signal
 import sys
 import time
 
@@ -106,6 +108,28 @@ def test_wait_for_gives_the_prefixed_line_keeps_the_rest_and_gives_up(piped):
     chatty = piped([sys.executable, "-c", TALKER, "hang"])
     assert chatty.wait_for("RESULT ", timeout=60) == "42"
     started = time.perf_counter()
-    with pytest.raises(TimeoutError):  # lines keep coming, none with the prefix: the deadline is overall
+    with pytest.raises(TimeoutError, match="no line starting with 'RESULT ' in 1 s"):  # the deadline is overall
         chatty.wait_for("RESULT ", timeout=1.0)
     assert time.perf_counter() - started < 30
+
+
+# starts a Piped child of its own, says its pid, then waits to be killed
+STARTER = """
+import sys, time
+from course_utils import processes
+child = processes.Piped([sys.executable, "-c", "import time; time.sleep(300)"])
+print(child.proc.pid, flush=True)
+time.sleep(300)
+"""
+
+
+def test_a_piped_child_is_killed_when_the_process_that_started_it_dies(piped):
+    starter = piped([sys.executable, "-c", STARTER])
+    orphan = int(starter.next_line(timeout=60))
+    try:
+        assert alive(orphan)
+        os.kill(starter.proc.pid, signal.SIGKILL)  # no atexit, no stop(): only the death signal is left
+        wait_until(lambda: not alive(orphan), what="the starter's child to be killed by its death signal")
+    finally:
+        if alive(orphan):  # the check failed: do not leave it running
+            os.killpg(orphan, signal.SIGKILL)

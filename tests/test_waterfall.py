@@ -161,6 +161,8 @@ def test_a_paired_range_on_the_side_its_change_cannot_take_is_marked():
     assert "includes 0" in rows["+ other"] and "!" not in rows["+ other"]  # +0.50 and -0.20
     assert table.splitlines()[-1] == waterfall.IMPOSSIBLE
     assert waterfall.IMPOSSIBLE not in waterfall.step_table(steps)  # no sign given: nothing to mark
+    with pytest.raises(ValueError, match=r"sign takes \+1 \(only adds work\) or -1"):
+        waterfall.step_table(steps, sign={"+ other": 2})
 
 
 def test_the_waterfall_draws_each_part_from_the_running_total_and_the_remainder():
