@@ -191,8 +191,8 @@ def chain_steps(runs: Mapping[str, Sequence[Run]], chain: Sequence[str], max_spr
     return steps
 
 
-IMPOSSIBLE = ("! its paired range lies wholly on the side its change cannot take (it only adds, or only removes, "
-              "work): a cost that varies from run to run fell unevenly on the two configurations")
+IMPOSSIBLE = ("! its paired range, or its verdict, lies on the side its change cannot take (it only adds, or only "
+              "removes, work): a cost that varies from run to run fell unevenly on the two configurations")
 
 
 def step_table(steps: Sequence[Step], rule: str = "ranges of whole runs separate",
@@ -202,7 +202,8 @@ def step_table(steps: Sequence[Step], rule: str = "ranges of whole runs separate
     (:func:`course_utils.verdicts.separate`): "above 0", "below 0", "includes 0", or "1 round" (the rule
     needs 2). ``sign``: ``{change: +1}`` for a change that only adds work, ``-1`` for one that only removes
     work (changes not in ``steps`` may be named: one mapping can serve several tables); a paired range wholly
-    on the other side of 0 is marked ``!``, explained (:data:`IMPOSSIBLE`) under the table."""
+    on the other side of 0, or a verdict that says the other ("saves time" for a change that only adds work,
+    "costs time" for one that only removes it), is marked ``!``, explained (:data:`IMPOSSIBLE`) under the table."""
     sign, marked = sign or {}, False
     if bad := {name: v for name, v in sign.items() if v not in (1, -1)}:
         raise ValueError(f"sign takes +1 (only adds work) or -1 (only removes work) per change, got {bad}")
@@ -215,8 +216,11 @@ def step_table(steps: Sequence[Step], rule: str = "ranges of whole runs separate
         said = "1 round" if side is None else {1: "above 0", -1: "below 0", 0: "includes 0"}[side]
         if side and side == -sign.get(s.name, 0):
             said, marked = said + " !", True
+        verdict = s.verdict
+        if verdict.startswith({1: "saves time", -1: "costs time"}.get(sign.get(s.name), "\0")):
+            verdict, marked = "! " + verdict, True
         spread = f"{low:+.2f} to {high:+.2f}"
-        lines.append(f"{s.name:<{width}}  {s.fastest:+7.2f}s  {spread:>15}  {said:<13}  {s.verdict}")
+        lines.append(f"{s.name:<{width}}  {s.fastest:+7.2f}s  {spread:>15}  {said:<13}  {verdict}")
     return "\n".join(lines + ([IMPOSSIBLE] if marked else []))
 
 

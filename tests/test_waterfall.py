@@ -161,6 +161,12 @@ def test_a_paired_range_on_the_side_its_change_cannot_take_is_marked():
     assert "includes 0" in rows["+ other"] and "!" not in rows["+ other"]  # +0.50 and -0.20
     assert table.splitlines()[-1] == waterfall.IMPOSSIBLE
     assert waterfall.IMPOSSIBLE not in waterfall.step_table(steps)  # no sign given: nothing to mark
+    apart = {"base": [Run(10.0), Run(10.1)], "+ callback": [Run(9.0), Run(9.1)], "timer later": [Run(12.0), Run(12.1)]}
+    saves, costs = waterfall.chain_steps(apart, list(apart))
+    assert saves.verdict.startswith("saves time") and costs.verdict.startswith("costs time")
+    marked = waterfall.step_table([saves, costs], sign={"+ callback": +1, "timer later": -1}).splitlines()
+    assert "  ! saves time" in marked[1] and "  ! costs time" in marked[2]  # verdicts on the impossible side
+    assert "  ! " not in waterfall.step_table([saves, costs], sign={"+ callback": -1, "timer later": +1})
     with pytest.raises(ValueError, match=r"sign takes \+1 \(only adds work\) or -1"):
         waterfall.step_table(steps, sign={"+ other": 2})
 
