@@ -12,6 +12,20 @@ from process_checks import alive
 X86 = platform.machine().lower() in ("x86_64", "amd64")
 
 
+@pytest.fixture
+def started_pids(monkeypatch):
+    """The pid of every ``processes.Piped`` child started during the test, in order."""
+    pids = []
+
+    class Recorded(processes.Piped):
+        def __init__(self, *args, **kw):
+            super().__init__(*args, **kw)
+            pids.append(self.proc.pid)
+
+    monkeypatch.setattr(processes, "Piped", Recorded)
+    return pids
+
+
 def test_compare_alternates_the_sets_order_and_keeps_each_set_s_rounds(monkeypatch, tmp_path):
     started = []
 
@@ -41,22 +55,14 @@ def test_bad_settings_and_timeouts_are_refused_before_any_process_starts(tmp_pat
         kernel_sets.compare(rounds=1, run_dir=tmp_path, timeout=float("inf"), **job)
 
 
-def test_a_child_that_gives_no_result_is_stopped_at_its_timeout_not_after_a_grace(tmp_path, monkeypatch):
-    pids = []
-
-    class Recorded(processes.Piped):
-        def __init__(self, *args, **kw):
-            super().__init__(*args, **kw)
-            pids.append(self.proc.pid)
-
-    monkeypatch.setattr(processes, "Piped", Recorded)
+def test_a_child_that_gives_no_result_is_stopped_at_its_timeout_not_after_a_grace(tmp_path, started_pids):
     hangs = [sys.executable, "-c", "import time; print('starting', flush=True); time.sleep(600)"]
     started = time.perf_counter()
     with pytest.raises(RuntimeError, match=r"(?s)TF_ENABLE_ONEDNN_OPTS=1 child gave no result in 1 s.*starting"):
         kernel_sets.run_child("1", batch=8, steps=1, image_shape=(4, 4, 1), num_classes=2, profile_dir=tmp_path,
                               timeout=1, command=hangs)
     assert time.perf_counter() - started < 15  # not the 30 s grace a child with its result gets
-    assert len(pids) == 1 and not alive(pids[0]) and not processes.LIVE
+    assert len(started_pids) == 1 and not alive(started_pids[0]) and not processes.LIVE
 
 
 @pytest.mark.notebook
@@ -68,15 +74,7 @@ def test_a_child_that_fails_is_reported_with_its_own_words_and_stopped(tmp_path)
 
 @pytest.mark.notebook
 @pytest.mark.skipif(not X86, reason="TF_ENABLE_ONEDNN_OPTS chooses between the kernel sets on x86 only")
-def test_each_setting_reaches_its_child_and_selects_its_kernels(tmp_path, monkeypatch):
-    pids = []
-
-    class Recorded(processes.Piped):
-        def __init__(self, *args, **kw):
-            super().__init__(*args, **kw)
-            pids.append(self.proc.pid)
-
-    monkeypatch.setattr(processes, "Piped", Recorded)
+def test_each_setting_reaches_its_child_and_selects_its_kernels(tmp_path, started_pids):
     found = {s: kernel_sets.run_child(s, batch=16, steps=2, image_shape=(12, 12, 1), num_classes=3,
                                       profile_dir=tmp_path / s) for s in kernel_sets.SETS}
     assert not processes.LIVE
@@ -87,4 +85,4 @@ def test_each_setting_reaches_its_child_and_selects_its_kernels(tmp_path, monkey
         assert result["images_per_second"] > 0 and result["step_ms"] > 0
         assert set(result["owner_ms"]) >= {op_profile.CONV_FILTER, op_profile.CONV_INPUT, op_profile.DENSE}
         assert (tmp_path / setting).is_dir()  # its trace, where it was asked to write it
-    assert len(pids) == 2 and not any(alive(pid) for pid in pids)  # each child stopped and reaped
+    assert len(started_pids) == 2 and not any(alive(pid) for pid in started_pids)  # each child stopped and reaped
