@@ -7,8 +7,12 @@ each set's results. A child (``python -m course_utils.kernel_sets``) builds the 
 (:func:`course_utils.models.build_cnn`) compiled as the seed's (Adam, sparse cross-entropy from logits,
 accuracy), on one batch of random images repeated (the arithmetic's speed does not depend on the values),
 trains 2 steps untimed (tracing), ``steps`` steps timed by :class:`course_utils.callbacks.Throughput` (the
-steps alone), then ``steps`` more under TensorFlow's profiler, read back by :mod:`course_utils.op_profile`;
-it prints one ``RESULT`` line of JSON and exits. The parent waits for it, then stops its process group
+steps alone), then ``steps`` more under TensorFlow's profiler, read back by :mod:`course_utils.op_profile`.
+Before the timed steps and after the profiled ones it times the float32 matmul peak
+(:func:`course_utils.peak.matmul_peak`) in the same process, so that its steps can be set against a peak
+measured at the same time, with the same kernels and the same threads (a peak timed elsewhere, in a moment
+when the machine or that process was slower, would inflate every share of it). It prints one ``RESULT``
+line of JSON and exits. The parent waits for it, then stops its process group
 however the wait ends (a child is also killed when the thread that started it ends: ``processes.Piped``).
 """
 
@@ -28,14 +32,16 @@ SETS = {"0": "TensorFlow's own (Eigen's)", "1": "oneDNN's"}  # TF_ENABLE_ONEDNN_
 RESULT = "RESULT "
 
 
-def measure(batch: int, steps: int, image_shape, num_classes: int, profile_dir) -> dict:
-    """In the child: the steps-alone rate and the profile of ``steps`` training steps of ``batch`` images."""
+def measure(batch: int, steps: int, image_shape, num_classes: int, profile_dir, peak_size: int = 2048) -> dict:
+    """In the child: the steps-alone rate and the profile of ``steps`` training steps of ``batch`` images, and
+    the float32 matmul peak (``peak_size`` square) timed before and after them: ``peak_flops`` holds the higher
+    of the two per library, ``peak_flops_each`` both (before, after)."""
     import keras  # noqa: PLC0415
     import numpy as np  # noqa: PLC0415
     import tensorflow as tf  # noqa: PLC0415
     from tensorflow.python.util import _pywrap_util_port  # noqa: PLC0415
 
-    from course_utils import models, op_profile  # noqa: PLC0415
+    from course_utils import models, op_profile, peak  # noqa: PLC0415
     from course_utils.callbacks import Throughput  # noqa: PLC0415
 
     rng = np.random.default_rng(0)
@@ -46,6 +52,7 @@ def measure(batch: int, steps: int, image_shape, num_classes: int, profile_dir) 
     model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                   metrics=["accuracy"], jit_compile=False)
     model.fit(data, steps_per_epoch=2, verbose=0)  # traces the step: not timed
+    before = peak.matmul_peak(peak_size, dtypes=("float32",))
     meter = Throughput(batch * steps)
     model.fit(data, steps_per_epoch=steps, verbose=0, callbacks=[meter])
     tf.profiler.experimental.start(str(profile_dir))
@@ -53,31 +60,36 @@ def measure(batch: int, steps: int, image_shape, num_classes: int, profile_dir) 
         model.fit(data, steps_per_epoch=steps, verbose=0, callbacks=[Throughput(batch * steps)])  # as timed
     finally:
         tf.profiler.experimental.stop()
+    after = peak.matmul_peak(peak_size, dtypes=("float32",))
     profile = op_profile.read(profile_dir)
     return {"onednn": bool(_pywrap_util_port.IsMklEnabled()), "images_per_second": meter.images_per_sec[0],
+            "peak_flops": {k: max(before[k], after[k]) for k in before}, "peak_flops_each": [before, after],
             "step_ms": 1000 * statistics.median(profile.step_seconds),
             "owner_ms": {name: 1000 * s for name, s in profile.per_step().items()},
             "op_types": sorted(profile.op_seconds)}
 
 
-def _check(settings, timeout: float) -> None:
+def _check(settings, timeout: float, peak_size: int = 2048) -> None:
     if unknown := [s for s in settings if s not in SETS]:
         raise ValueError(f"settings must be among {', '.join(SETS)} (TF_ENABLE_ONEDNN_OPTS), got {unknown}")
     if not settings or len(set(settings)) != len(settings):
         raise ValueError(f"give each setting once, at least one, got {list(settings)}")
     if not 0 < timeout <= threading.TIMEOUT_MAX:
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    if not isinstance(peak_size, int) or peak_size < 64:
+        raise ValueError(f"peak_size must be a whole number >= 64 (the matmul's side), got {peak_size!r}")
 
 
 def run_child(setting: str, *, batch: int, steps: int, image_shape, num_classes: int, profile_dir,
-              timeout: float = 900, command=None) -> dict:
+              timeout: float = 900, command=None, peak_size: int = 2048) -> dict:
     """One child with ``TF_ENABLE_ONEDNN_OPTS=setting``: its result (:func:`measure`), or ``RuntimeError``
     with its last lines when it ends without one or gives none in ``timeout`` seconds (then, or on an
     interrupt, its process group is stopped at once; after its result it is given 30 s to exit by itself).
-    ``command``: the child's program and arguments before the job (default: this module's ``main``)."""
-    _check([setting], timeout)
+    ``command``: the child's program and arguments before the job (default: this module's ``main``);
+    ``peak_size``: the side of the matmul the child times its peak with."""
+    _check([setting], timeout, peak_size)
     job = {"batch": batch, "steps": steps, "image_shape": list(image_shape), "num_classes": num_classes,
-           "profile_dir": str(profile_dir)}
+           "profile_dir": str(profile_dir), "peak_size": peak_size}
     env = {**os.environ, "TF_ENABLE_ONEDNN_OPTS": setting}
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's start-up notices out of the failure's last lines
     tail: collections.deque = collections.deque(maxlen=30)
@@ -99,25 +111,26 @@ def run_child(setting: str, *, batch: int, steps: int, image_shape, num_classes:
 
 
 def compare(*, batch: int, steps: int, rounds: int, image_shape, num_classes: int, run_dir,
-            settings=tuple(SETS), timeout: float = 900) -> dict[str, list[dict]]:
+            settings=tuple(SETS), timeout: float = 900, peak_size: int = 2048) -> dict[str, list[dict]]:
     """``rounds`` children per setting of ``TF_ENABLE_ONEDNN_OPTS``, one at a time, interleaved (the order
     alternating from round to round): ``{setting: [result per round]}``. Profiles go under ``run_dir``."""
     settings = tuple(settings)
-    _check(settings, timeout)
+    _check(settings, timeout, peak_size)
     if rounds < 1 or steps < 1 or batch < 1:
         raise ValueError(f"rounds, steps and batch must be >= 1, got {rounds}, {steps}, {batch}")
     found: dict[str, list[dict]] = {s: [] for s in settings}
     for r in range(rounds):
         for setting in settings if r % 2 == 0 else settings[::-1]:
             found[setting].append(run_child(setting, batch=batch, steps=steps, image_shape=image_shape,
-                                            num_classes=num_classes, timeout=timeout,
+                                            num_classes=num_classes, timeout=timeout, peak_size=peak_size,
                                             profile_dir=Path(run_dir) / f"onednn_{setting}_round_{r}"))
     return found
 
 
 def main(argv: list[str]) -> None:
     job = json.loads(argv[0])
-    found = measure(job["batch"], job["steps"], tuple(job["image_shape"]), job["num_classes"], job["profile_dir"])
+    found = measure(job["batch"], job["steps"], tuple(job["image_shape"]), job["num_classes"], job["profile_dir"],
+                    job.get("peak_size", 2048))
     print(RESULT + json.dumps(found), flush=True)
 
 
