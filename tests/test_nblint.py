@@ -116,6 +116,16 @@ def test_the_skeleton_rule_names_what_is_missing(tmp_path, change, said):
     assert "(fix by hand" not in " ".join(problems)
 
 
+def test_a_code_cell_that_does_not_parse_is_named_and_magics_are_not_faults(tmp_path):
+    def nested_quote(nb):  # the f-string that reached a notebook run in the session that added this rule
+        nb.cells.append(nbformat.v4.new_code_cell("best = 1\nprint(f\"{'its processes' own' if best else 'the'}\")"))
+        nb.cells.append(nbformat.v4.new_code_cell("%matplotlib inline\n!echo shell lines are IPython's"))
+
+    code_cells = sum(c.cell_type == "code" for c in nbformat.read(nblint.TEMPLATE, as_version=4).cells)
+    problems = nblint.check(broken(tmp_path, nested_quote), "syntax")
+    assert problems == [f"code cell {code_cells + 1} does not parse, line 2: f-string: unterminated string"], problems
+
+
 def test_an_old_or_invalid_notebook_is_reported(tmp_path):
     path = broken(tmp_path, lambda nb: None)
     text = path.read_text().replace('"nbformat_minor": 5', '"nbformat_minor": 4')

@@ -16,6 +16,8 @@ runs this after ruff. The rules:
                     ``course_utils``: on Colab only the install cell provides it) and the device
                     configuration, in that order, before anything uses TensorFlow; ``## Summary``, and
                     ``## Exercises`` in the last cell.
+- ``syntax``     -- every code cell parses as Python once IPython has turned its ``%magics`` and ``!shell``
+                    lines into calls: a cell that cannot parse fails only when a run reaches it, minutes in.
 """
 
 from __future__ import annotations
@@ -118,9 +120,21 @@ def check_skeleton(path: Path, nb) -> list[str]:
     return problems
 
 
+def check_syntax(path: Path, nb) -> list[str]:
+    from IPython.core.inputtransformer2 import TransformerManager  # noqa: PLC0415 (Jupyter's own)
+
+    problems, transform = [], TransformerManager().transform_cell
+    for k, cell in enumerate(c for c in nb.cells if c.cell_type == "code"):
+        try:
+            compile(transform(cell.source), f"code cell {k + 1}", "exec")
+        except SyntaxError as error:
+            problems.append(f"code cell {k + 1} does not parse, line {error.lineno}: {error.msg}")
+    return problems
+
+
 # name -> (function, fixable): a fixable function repairs the notebook in memory and returns what it changed
 RULES = {"valid": (check_valid, False), "metadata": (fix_metadata, True), "cell-ids": (fix_cell_ids, True),
-         "colab": (fix_colab, True), "skeleton": (check_skeleton, False)}
+         "colab": (fix_colab, True), "skeleton": (check_skeleton, False), "syntax": (check_syntax, False)}
 
 
 def check(path: Path, rule: str) -> list[str]:
