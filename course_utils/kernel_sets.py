@@ -10,8 +10,9 @@ trains 2 steps untimed (tracing), ``steps`` steps timed by :class:`course_utils.
 steps alone), then ``steps`` more under TensorFlow's profiler, read back by :mod:`course_utils.op_profile`.
 Before the timed steps and after the profiled ones it times the float32 matmul peak
 (:func:`course_utils.peak.matmul_peak`) in the same process, so that its steps can be set against a peak
-measured at the same time, with the same kernels and the same threads (a peak timed elsewhere, in a moment
-when the machine or that process was slower, would inflate every share of it). It prints one ``RESULT``
+measured at the same time and in the same process (a peak timed elsewhere, in a moment when the machine or
+that process was slower, would inflate every share of it); the higher of TensorFlow's and NumPy's readings is
+the one to divide by (:func:`course_utils.peak.fp32_peak`), and the result says which library gave each. It prints one ``RESULT``
 line of JSON and exits. The parent waits for it, then stops its process group
 however the wait ends (a child is also killed when the thread that started it ends: ``processes.Piped``).
 """
