@@ -12,9 +12,9 @@ Before the timed steps and after the profiled ones it times the float32 matmul p
 (:func:`course_utils.peak.matmul_peak`) in the same process, so that its steps can be set against a peak
 measured at the same time and in the same process (a peak timed elsewhere, in a moment when the machine or
 that process was slower, would inflate every share of it); the higher of TensorFlow's and NumPy's readings is
-the one to divide by (:func:`course_utils.peak.fp32_peak`), and the result says which library gave each. It prints one ``RESULT``
-line of JSON and exits. The parent waits for it, then stops its process group
-however the wait ends (a child is also killed when the thread that started it ends: ``processes.Piped``).
+the one to divide by (:func:`course_utils.peak.fp32_peak`), and the result keeps each library's. It prints
+one ``RESULT`` line of JSON and exits. The parent waits for it, then stops its process group however the
+wait ends (a child is also killed when the thread that started it ends: ``processes.Piped``).
 """
 
 from __future__ import annotations
@@ -31,9 +31,10 @@ from . import processes
 
 SETS = {"0": "TensorFlow's own (Eigen's)", "1": "oneDNN's"}  # TF_ENABLE_ONEDNN_OPTS -> the kernels it selects
 RESULT = "RESULT "
+PEAK_SIZE = 2048  # the side of the square matmul a child times its peak with
 
 
-def measure(batch: int, steps: int, image_shape, num_classes: int, profile_dir, peak_size: int = 2048) -> dict:
+def measure(batch: int, steps: int, image_shape, num_classes: int, profile_dir, peak_size: int = PEAK_SIZE) -> dict:
     """In the child: the steps-alone rate and the profile of ``steps`` training steps of ``batch`` images, and
     the float32 matmul peak (``peak_size`` square) timed before and after them: ``peak_flops`` holds the higher
     of the two per library, ``peak_flops_each`` both (before, after)."""
@@ -70,7 +71,7 @@ def measure(batch: int, steps: int, image_shape, num_classes: int, profile_dir, 
             "op_types": sorted(profile.op_seconds)}
 
 
-def _check(settings, timeout: float, peak_size: int = 2048) -> None:
+def _check(settings, timeout: float, peak_size: int) -> None:
     if unknown := [s for s in settings if s not in SETS]:
         raise ValueError(f"settings must be among {', '.join(SETS)} (TF_ENABLE_ONEDNN_OPTS), got {unknown}")
     if not settings or len(set(settings)) != len(settings):
@@ -82,7 +83,7 @@ def _check(settings, timeout: float, peak_size: int = 2048) -> None:
 
 
 def run_child(setting: str, *, batch: int, steps: int, image_shape, num_classes: int, profile_dir,
-              timeout: float = 900, command=None, peak_size: int = 2048) -> dict:
+              timeout: float = 900, command=None, peak_size: int = PEAK_SIZE) -> dict:
     """One child with ``TF_ENABLE_ONEDNN_OPTS=setting``: its result (:func:`measure`), or ``RuntimeError``
     with its last lines when it ends without one or gives none in ``timeout`` seconds (then, or on an
     interrupt, its process group is stopped at once; after its result it is given 30 s to exit by itself).
@@ -112,7 +113,7 @@ def run_child(setting: str, *, batch: int, steps: int, image_shape, num_classes:
 
 
 def compare(*, batch: int, steps: int, rounds: int, image_shape, num_classes: int, run_dir,
-            settings=tuple(SETS), timeout: float = 900, peak_size: int = 2048) -> dict[str, list[dict]]:
+            settings=tuple(SETS), timeout: float = 900, peak_size: int = PEAK_SIZE) -> dict[str, list[dict]]:
     """``rounds`` children per setting of ``TF_ENABLE_ONEDNN_OPTS``, one at a time, interleaved (the order
     alternating from round to round): ``{setting: [result per round]}``. Profiles go under ``run_dir``."""
     settings = tuple(settings)
@@ -131,7 +132,7 @@ def compare(*, batch: int, steps: int, rounds: int, image_shape, num_classes: in
 def main(argv: list[str]) -> None:
     job = json.loads(argv[0])
     found = measure(job["batch"], job["steps"], tuple(job["image_shape"]), job["num_classes"], job["profile_dir"],
-                    job.get("peak_size", 2048))
+                    job["peak_size"])
     print(RESULT + json.dumps(found), flush=True)
 
 
