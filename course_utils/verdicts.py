@@ -40,8 +40,9 @@ def speed(rates: dict, name: str, baseline: str, unit: str = "images/s", max_spr
     """``name`` against ``baseline`` from ``{variant: [rate per repeat]}`` (higher is faster).
 
     ``max_spread``: when the ranges overlap and either spans more than this share of its median, the
-    repeats were too disturbed to tell anything, and the verdict says so instead of "within noise" (ranges
-    that separate decide whatever their width)."""
+    repeats are too wide to call the two equal, and the verdict says so instead of "within noise" (ranges
+    that separate decide whatever their width). It names no cause: the width is measured, why it is wide
+    is not."""
     ours, theirs = rates[name], rates[baseline]
     if len(ours) < 2 or len(theirs) < 2:
         return (f"{name} vs {baseline}: no verdict from {min(len(ours), len(theirs))} run(s) each "
@@ -54,8 +55,8 @@ def speed(rates: dict, name: str, baseline: str, unit: str = "images/s", max_spr
     wide = spans(ours, theirs)
     if max_spread is not None and max(wide) > max_spread:
         return (f"{name} vs {baseline}: cannot tell from this run, the ranges overlap and span "
-                f"{wide[0]:.0%} and {wide[1]:.0%} of their medians (more than {max_spread:.0%}: a disturbed "
-                f"run; rerun on a quiet machine) ({ranges})")
+                f"{wide[0]:.0%} and {wide[1]:.0%} of their medians (more than {max_spread:.0%}: too wide to "
+                f"call them equal) ({ranges})")
     return f"{name} and {baseline}: within noise, the ranges overlap ({ranges})"
 
 

@@ -147,6 +147,9 @@ def load_runs(path: str | Path) -> dict[str, list[Run]]:
     return {name: [run(r) for r in rs] for name, rs in found.items()}
 
 
+UNITS = {"s": 1.0, "ms": 1000.0}  # compare's printed units, per second
+
+
 def seconds(runs: Sequence[Run]) -> list[float]:
     return [r.seconds for r in runs]
 
@@ -156,15 +159,20 @@ def fastest(runs: Sequence[Run]) -> Run:
     return min(runs, key=lambda r: r.seconds)
 
 
-def compare(runs: Mapping[str, Sequence[Run]], name: str, before: str, max_spread: float | None = None) -> str:
+def compare(runs: Mapping[str, Sequence[Run]], name: str, before: str, max_spread: float | None = None,
+            unit: str = "s") -> str:
     """The course's rule on whole-run times: longer or shorter only when the ranges separate.
+    ``unit``: "s" or "ms", how the ranges are printed.
 
     ``max_spread``: when the ranges overlap and either spans more than this share of its median, the runs
-    were too disturbed to tell, and the verdict says so instead of "within noise"."""
+    are too wide to call the two equal, and the verdict says so instead of "within noise"."""
     ours, theirs = seconds(runs[name]), seconds(runs[before])
     if len(ours) < 2 or len(theirs) < 2:
         return f"no verdict from {min(len(ours), len(theirs))} run(s) each (the rule needs 2 repeats)"
-    ranges = f"{min(ours):.2f}-{max(ours):.2f} s vs {min(theirs):.2f}-{max(theirs):.2f} s"
+    if unit not in UNITS:
+        raise ValueError(f"unit is one of {sorted(UNITS)}, got {unit!r}")
+    k = UNITS[unit]
+    ranges = f"{k * min(ours):.2f}-{k * max(ours):.2f} {unit} vs {k * min(theirs):.2f}-{k * max(theirs):.2f} {unit}"
     if min(ours) > max(theirs):
         return f"costs time: the ranges separate ({ranges})"
     if max(ours) < min(theirs):
@@ -172,7 +180,7 @@ def compare(runs: Mapping[str, Sequence[Run]], name: str, before: str, max_sprea
     wide = verdicts.spans(ours, theirs)
     if max_spread is not None and max(wide) > max_spread:
         return (f"cannot tell: the ranges overlap and span {wide[0]:.0%} and {wide[1]:.0%} of their medians "
-                f"(more than {max_spread:.0%}: disturbed runs) ({ranges})")
+                f"(more than {max_spread:.0%}: too wide to call them equal) ({ranges})")
     return f"within noise: the ranges overlap ({ranges})"
 
 

@@ -36,6 +36,7 @@ def test_speed_cannot_tell_from_overlapping_ranges_wider_than_max_spread():
     disturbed = {"naive": [468, 1861, 3299], "tuned": [468, 934, 1860], "quiet": [1800, 1850, 1900]}
     said = verdicts.speed(disturbed, "tuned", "naive", max_spread=0.25)
     assert said.startswith("tuned vs naive: cannot tell from this run") and "152%" in said and "more than 25%" in said
+    assert "too wide to call them equal" in said and "quiet machine" not in said  # measured width, no cause
     assert "within noise" in verdicts.speed(disturbed, "tuned", "naive")        # no limit given: as before
     narrow = {"a": [100, 104], "b": [101, 105]}
     assert "within noise" in verdicts.speed(narrow, "a", "b", max_spread=0.25)  # narrow ranges: a real overlap

@@ -137,6 +137,12 @@ def test_chain_steps_pair_the_rounds_and_give_the_rule_s_verdict():
     assert wide.verdict.startswith("cannot tell") and "91%" in wide.verdict
     narrow = {"a": [Run(10.0), Run(10.5)], "b": [Run(10.2), Run(10.4)]}
     assert waterfall.compare(narrow, "b", "a", max_spread=0.25).startswith("within noise")
+    assert "too wide to call them equal" in wide.verdict and "disturbed" not in wide.verdict  # no unmeasured cause
+    short = {"a": [Run(0.012), Run(0.015)], "b": [Run(0.030), Run(0.041)]}  # waits of milliseconds: printed in ms
+    said = waterfall.compare(short, "b", "a", unit="ms")
+    assert said == "costs time: the ranges separate (30.00-41.00 ms vs 12.00-15.00 ms)"
+    with pytest.raises(ValueError, match="unit is one of"):
+        waterfall.compare(short, "b", "a", unit="min")
     with pytest.raises(KeyError, match="no runs for"):
         waterfall.chain_steps(runs, ["base", "missing"])
     with pytest.raises(ValueError, match="not paired"):
