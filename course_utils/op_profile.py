@@ -48,10 +48,15 @@ def owner(op_type: str) -> str:
 
 @dataclass(frozen=True)
 class Profile:
-    """The profiled steps' wall times (seconds) and the op time (seconds, summed over them) by op type."""
+    """The profiled steps' wall times (seconds) and the op time (seconds, summed over them) by op type.
+
+    ``step_periods``: from each step's start to the next one's, in seconds (one fewer than the steps of a
+    recording): a step's wall time plus the gap before the next call (the caller's loop, its callbacks),
+    as a loop's elapsed time per step holds them."""
 
     step_seconds: tuple[float, ...]
     op_seconds: dict[str, float]
+    step_periods: tuple[float, ...] = ()
 
     @property
     def steps(self) -> int:
@@ -79,7 +84,8 @@ def combine(profiles) -> Profile:
     op_seconds = Counter()
     for profile in profiles:
         op_seconds.update(profile.op_seconds)
-    return Profile(tuple(s for profile in profiles for s in profile.step_seconds), dict(op_seconds))
+    return Profile(tuple(s for profile in profiles for s in profile.step_seconds), dict(op_seconds),
+                   tuple(s for profile in profiles for s in profile.step_periods))
 
 
 def trace_file(logdir: str | Path) -> Path:
@@ -129,7 +135,8 @@ def read(logdir: str | Path, step_function: str = "multi_step_on_iterator") -> P
         i = bisect.bisect_right(starts, start) - 1
         if i >= 0 and start < steps[i][1]:
             op_seconds[op_type] += duration / 1e12
-    return Profile(tuple((end - start) / 1e12 for start, end in steps), dict(op_seconds))
+    return Profile(tuple((end - start) / 1e12 for start, end in steps), dict(op_seconds),
+                   tuple((after - before) / 1e12 for before, after in zip(starts, starts[1:])))
 
 
 def flops_per_image(model) -> dict[str, int]:

@@ -25,6 +25,12 @@ def separate(ours: tuple[float, float], theirs: tuple[float, float]) -> int:
     return 1 if low > their_high else -1 if high < their_low else 0
 
 
+def decimals(a: float, b: float, least: int = 0, most: int = 6) -> int:
+    """The fewest decimals, from ``least`` up to ``most``, at which ``a`` and ``b`` print differently: a
+    verdict that ranges separate shows the gap between their touching ends."""
+    return next((d for d in range(least, most + 1) if f"{a:.{d}f}" != f"{b:.{d}f}"), most)
+
+
 def spans(*groups) -> list[float]:
     """Each group's range (max - min) as a share of its median: how far its repeats were disturbed."""
     return [(max(g) - min(g)) / statistics.median(g) for g in groups]
@@ -48,8 +54,9 @@ def speed(rates: dict, name: str, baseline: str, unit: str = "images/s", max_spr
         return (f"{name} vs {baseline}: no verdict from {min(len(ours), len(theirs))} run(s) each "
                 "(the rule needs the ranges of at least 2 interleaved repeats)")
     low, high, base_low, base_high = min(ours), max(ours), min(theirs), max(theirs)
-    ranges = f"{low:,.0f}-{high:,.0f} vs {base_low:,.0f}-{base_high:,.0f} {unit}"
     side = separate((low, high), (base_low, base_high))
+    d = decimals(*((low, base_high) if side > 0 else (high, base_low))) if side else 0  # separate ends print apart
+    ranges = f"{low:,.{d}f}-{high:,.{d}f} vs {base_low:,.{d}f}-{base_high:,.{d}f} {unit}"
     if side:
         return f"{name} is {'faster' if side > 0 else 'slower'} than {baseline}: the ranges separate ({ranges})"
     wide = spans(ours, theirs)

@@ -172,7 +172,11 @@ def compare(runs: Mapping[str, Sequence[Run]], name: str, before: str, max_sprea
     if unit not in UNITS:
         raise ValueError(f"unit is one of {sorted(UNITS)}, got {unit!r}")
     k = UNITS[unit]
-    ranges = f"{k * min(ours):.2f}-{k * max(ours):.2f} {unit} vs {k * min(theirs):.2f}-{k * max(theirs):.2f} {unit}"
+    ends = ((min(ours), max(theirs)) if min(ours) > max(theirs) else (max(ours), min(theirs))
+            if max(ours) < min(theirs) else None)  # ranges that separate: their touching ends print apart
+    d = verdicts.decimals(k * ends[0], k * ends[1], least=2) if ends else 2
+    ranges = (f"{k * min(ours):.{d}f}-{k * max(ours):.{d}f} {unit} vs "
+              f"{k * min(theirs):.{d}f}-{k * max(theirs):.{d}f} {unit}")
     if min(ours) > max(theirs):
         return f"costs time: the ranges separate ({ranges})"
     if max(ours) < min(theirs):

@@ -49,6 +49,7 @@ def test_ops_are_given_to_the_untraced_step_they_start_in_and_named_by_owner(tmp
     })
     profile = op_profile.read(logdir)
     assert profile.step_seconds == pytest.approx((100e-6, 50e-6))
+    assert profile.step_periods == pytest.approx((200e-6,))  # start to the next start: the gap between calls in
     assert profile.op_seconds == pytest.approx({"_MklNativeFusedConv2D": 40e-6, "Mul": 10e-6, "AddN": 10e-6,
                                                 "_MklNativeConv2DBackpropFilterWithBias": 40e-6,
                                                 "_Recv": 4e-6, "_MklMatMul": 20e-6})
@@ -96,16 +97,19 @@ def test_a_real_trace_of_keras_fit_names_the_convolutions(tmp_path):
         tf.profiler.experimental.stop()
     profile = op_profile.read(tmp_path)
     assert profile.steps == 4
+    assert len(profile.step_periods) == 3  # between the 4 calls, each at least its step's wall time
+    assert all(p >= s for p, s in zip(profile.step_periods, profile.step_seconds))
     per_step = profile.per_step()
     for name in (op_profile.CONV_FORWARD, op_profile.CONV_FILTER, op_profile.CONV_INPUT, op_profile.DENSE):
         assert per_step.get(name, 0) > 0, per_step
 
 
 def test_combined_profiles_average_their_op_time_over_all_their_steps():
-    first = op_profile.Profile((0.010, 0.012), {"Conv2D": 0.004, "AddN": 0.002})
+    first = op_profile.Profile((0.010, 0.012), {"Conv2D": 0.004, "AddN": 0.002}, (0.015,))
     second = op_profile.Profile((0.020,), {"Conv2D": 0.005, "MatMul": 0.003})
     both = op_profile.combine([first, second])
     assert both.step_seconds == (0.010, 0.012, 0.020) and both.steps == 3
+    assert both.step_periods == (0.015,)  # periods stay within their recording: none across two
     assert both.op_seconds == pytest.approx({"Conv2D": 0.009, "AddN": 0.002, "MatMul": 0.003})
     per_step = both.per_step()
     assert per_step[op_profile.CONV_FORWARD] == pytest.approx(0.003)

@@ -48,3 +48,11 @@ def test_a_range_of_differences_is_judged_against_zero():
     assert verdicts.against_zero(0.1, 0.5) == "above zero" and verdicts.against_zero(-0.5, -0.1) == "below zero"
     assert verdicts.against_zero(-0.1, 0.5) == "cannot tell from zero"
     assert verdicts.against_zero(0.0, 0.5) == "cannot tell from zero", "a range touching 0 includes it"
+
+
+def test_a_separation_is_printed_with_the_decimals_that_show_it():
+    touching = {"a": [2263.4, 2499.0], "b": [2127.0, 2263.2]}  # separate, but both ends print as 2,263
+    said = verdicts.speed(touching, "a", "b")
+    assert said.startswith("a is faster") and "2,263.4-2,499.0 vs 2,127.0-2,263.2" in said
+    assert "(2,300-2,499 vs 2,127-2,263 images/s)" in verdicts.speed({"a": [2300, 2499], "b": [2127, 2263]}, "a", "b")
+    assert verdicts.decimals(1.0, 1.0) == 6 and verdicts.decimals(6.94, 6.9449, least=2) == 3

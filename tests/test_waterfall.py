@@ -141,6 +141,8 @@ def test_chain_steps_pair_the_rounds_and_give_the_rule_s_verdict():
     short = {"a": [Run(0.012), Run(0.015)], "b": [Run(0.030), Run(0.041)]}  # waits of milliseconds: printed in ms
     said = waterfall.compare(short, "b", "a", unit="ms")
     assert said == "costs time: the ranges separate (30.00-41.00 ms vs 12.00-15.00 ms)"
+    edge = {"a": [Run(5.62), Run(6.9412)], "b": [Run(6.9449), Run(7.45)]}  # separate, both ends 6.94 at 2 decimals
+    assert "(6.945-7.450 s vs 5.620-6.941 s)" in waterfall.compare(edge, "b", "a")
     with pytest.raises(ValueError, match="unit is one of"):
         waterfall.compare(short, "b", "a", unit="min")
     with pytest.raises(KeyError, match="no runs for"):
