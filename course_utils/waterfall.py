@@ -172,14 +172,14 @@ def compare(runs: Mapping[str, Sequence[Run]], name: str, before: str, max_sprea
     if unit not in UNITS:
         raise ValueError(f"unit is one of {sorted(UNITS)}, got {unit!r}")
     k = UNITS[unit]
-    ends = ((min(ours), max(theirs)) if min(ours) > max(theirs) else (max(ours), min(theirs))
-            if max(ours) < min(theirs) else None)  # ranges that separate: their touching ends print apart
-    d = verdicts.decimals(k * ends[0], k * ends[1], least=2) if ends else 2
+    side = verdicts.separate((min(ours), max(ours)), (min(theirs), max(theirs)))
+    ends = (min(ours), max(theirs)) if side > 0 else (max(ours), min(theirs))  # separate ends print apart
+    d = verdicts.decimals(k * ends[0], k * ends[1], least=2) if side else 2
     ranges = (f"{k * min(ours):.{d}f}-{k * max(ours):.{d}f} {unit} vs "
               f"{k * min(theirs):.{d}f}-{k * max(theirs):.{d}f} {unit}")
-    if min(ours) > max(theirs):
+    if side > 0:
         return f"costs time: the ranges separate ({ranges})"
-    if max(ours) < min(theirs):
+    if side < 0:
         return f"saves time: the ranges separate ({ranges})"
     wide = verdicts.spans(ours, theirs)
     if max_spread is not None and max(wide) > max_spread:
