@@ -12,6 +12,9 @@ Every notebook
 - :mod:`course_utils.models`     -- the course's CNN, with stable layer names.
 - :mod:`course_utils.timing`     -- a stopwatch, interleaved repeats, median and spread tables.
 - :mod:`course_utils.plots`      -- training curves, median bars with min-max whiskers, cluster diagrams.
+- :mod:`course_utils.diagrams`   -- the pictures of mechanisms (scaling, a step's timeline, all-reduce), drawn by code.
+- :mod:`course_utils.machine`    -- the machine a notebook ran on, in one line.
+- :mod:`course_utils.verdicts`   -- run-dependent conclusions, one short line each, printed by their rule.
 
 02 ``MirroredStrategy`` with ``fit`` and 03 the custom loop
 - :mod:`course_utils.callbacks`   -- a throughput callback that times training steps only.
@@ -19,9 +22,10 @@ Every notebook
 - :mod:`course_utils.compare`     -- gradients and weights of two runs: scale, angle, max difference.
 
 04 single vs multi device
-- :mod:`course_utils.peak`       -- this machine's matmul peak FLOP/s, a model's FLOPs per image, the precision policy.
+- :mod:`course_utils.peak`       -- this machine's matmul peak FLOP/s, FLOPs per image, mixed precision measured.
 - :mod:`course_utils.monitor`    -- per-core CPU and GPU utilisation sampled in a background thread.
-- :mod:`course_utils.waterfall`  -- whole runs side by side, what each one-at-a-time change cost, the chart.
+- :mod:`course_utils.waterfall`  -- whole runs side by side, what each one-at-a-time change cost.
+- :mod:`course_utils.waterfall_charts` -- the waterfall chart, and the grouped chart of differences.
 - :mod:`course_utils.op_profile` -- a TensorFlow profiler trace read back: step times, op time by owner.
 - :mod:`course_utils.kernel_sets` -- one training step with TensorFlow's own x86 kernels and with oneDNN's, each
   in processes of its own.
@@ -42,7 +46,6 @@ Every notebook
 07 the SVHN exercise
 - :mod:`course_utils.svhn_standin`    -- an offline, generated stand-in for SVHN crops, cached on disk.
 - :mod:`course_utils.exercise_checks` -- the exercise's check cells: each wrong answer told what to do.
-- :mod:`course_utils.verdicts` -- run-dependent conclusions printed from the numbers by their rule.
 
 08 Slurm
 - :mod:`course_utils.slurm`       -- a local one-node Slurm cluster, ``sbatch`` and wait, jobs that never start.

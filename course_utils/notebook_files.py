@@ -20,13 +20,17 @@ from pathlib import Path
 
 RUNS = "runs"  # beside the lesson folders: one folder per notebook inside
 LESSON_FOLDERS = ("notebooks", "solutions", "exercises")
+DEEPER = "deeper"  # notebooks/deeper/: the deeper notebooks beside the lessons
 
 
 def runs_root(start=None) -> Path:
     """Where the ``runs/`` folder goes for a notebook running in ``start`` (default: the working directory):
     beside the lesson folder (``notebooks/`` -> ``runs/`` at the same level, so the course command, nbval's
-    staged copies and a student all print ``../runs/...``), or inside ``start`` anywhere else (Colab)."""
+    staged copies and a student all print ``../runs/...``; ``notebooks/deeper/`` -> the same ``runs/``), or
+    inside ``start`` anywhere else (Colab)."""
     here = Path.cwd() if start is None else Path(start)
+    if here.name == DEEPER and here.parent.name in LESSON_FOLDERS:  # notebooks/deeper/ -> runs/ too
+        here = here.parent
     return (here.parent if here.name in LESSON_FOLDERS else here) / RUNS
 
 

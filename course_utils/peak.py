@@ -4,14 +4,19 @@
 the thread count TensorFlow uses; ``training_flops(model)`` counts a Keras model's FLOPs per training
 image from its layer shapes (forward pass x 3: the backward pass costs about twice the forward, one
 product for the inputs' gradient and one for the weights'); ``profiled_forward_flops(model)`` asks
-TensorFlow's profiler for the forward pass, as a cross-check.
+TensorFlow's profiler for the forward pass, as a cross-check. ``mixed_precision_choice()`` chooses a
+mixed-precision policy only where TensorFlow's 16-bit matmul measures faster than its float32 one
+(``mixed_precision_policy()``, the older guess from the CPU's flags, is kept for its callers).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import numpy as np
+
+from course_utils import verdicts
 
 
 def _best_seconds(fn, repeats: int) -> float:
@@ -97,9 +102,13 @@ def cpu_flags(cpuinfo: str = "/proc/cpuinfo") -> set[str]:
 
 
 def mixed_precision_policy(num_gpus: int | None = None, flags: set[str] | None = None) -> tuple[str | None, str]:
-    """The Keras mixed-precision policy worth trying here, and why: ``mixed_float16`` on GPUs (Tensor
-    Cores), ``mixed_bfloat16`` on a CPU with bfloat16 instructions (``avx512_bf16`` or ``amx_bf16``),
-    else ``None`` (without them bfloat16 on a CPU is emulated and slower than float32)."""
+    """The CPU flags' guess at the Keras mixed-precision policy worth trying here, and why: ``mixed_float16``
+    on GPUs (Tensor Cores), ``mixed_bfloat16`` on a CPU with bfloat16 instructions (``avx512_bf16`` or
+    ``amx_bf16``), else ``None`` (without them bfloat16 on a CPU is emulated and slower than float32).
+
+    A guess: the flags do not say how fast TensorFlow's 16-bit kernels are. A CPU with ``avx512_bf16`` and no
+    AMX can run TensorFlow's bfloat16 matmul at half its float32 speed, and ``mixed_bfloat16`` train slower
+    than float32; :func:`mixed_precision_choice` measures instead. Kept for its callers."""
     if num_gpus is None:
         import tensorflow as tf  # noqa: PLC0415
 
@@ -111,3 +120,72 @@ def mixed_precision_policy(num_gpus: int | None = None, flags: set[str] | None =
     if found:
         return "mixed_bfloat16", f"this CPU reports {', '.join(found)}"
     return None, "this CPU reports neither avx512_bf16 nor amx_bf16: no mixed precision worth trying"
+
+
+def _tf_matmul_timer(size: int, dtypes: tuple[str, ...], repeats: int, budget: float) -> tuple[Callable, int]:
+    """A timer for :func:`mixed_precision_choice`: ``dtype -> seconds``, the best of a few ``size`` x ``size``
+    TensorFlow matmuls on the default device, and the repeats that fit ``budget`` seconds (at least 2; the
+    best of 3 calls per timing, or of 1 when even that is too slow: bfloat16 emulated on an old CPU)."""
+    import tensorflow as tf  # noqa: PLC0415
+
+    a = tf.constant(np.random.default_rng(0).random((size, size), dtype=np.float32))
+    inputs = {d: tf.cast(a, getattr(tf, d)) for d in dtypes}
+    product = tf.function(lambda m: tf.reduce_sum(tf.cast(tf.linalg.matmul(m, m), tf.float32)))  # a scalar back
+
+    def once(dtype: str) -> float:
+        start = time.perf_counter()
+        product(inputs[dtype]).numpy()  # .numpy(): waits for the device
+        return time.perf_counter() - start
+
+    first = {d: (once(d), once(d))[1] for d in dtypes}  # the first call traces and picks kernels: not timed
+    per_round = sum(first.values())
+    calls = 3 if 2 * 3 * per_round <= budget else 1
+    repeats = max(2, min(repeats, int(budget / (calls * per_round))))
+    return (lambda dtype: min(once(dtype) for _ in range(calls))), repeats
+
+
+def mixed_precision_choice(size: int = 1024, repeats: int = 5, *, num_gpus: int | None = None,
+                           time_matmul: Callable[[str], float] | None = None,
+                           budget: float = 2.0) -> tuple[str | None, str]:
+    """The Keras mixed-precision policy to use here, chosen by measurement, and why in one line.
+
+    The candidate is ``mixed_float16`` on GPUs and ``mixed_bfloat16`` on CPUs. TensorFlow's ``size`` x
+    ``size`` matmul in the 16-bit type and in float32 is timed on the default device, in turn (the order
+    alternating), ``repeats`` times each, each timing the best of a few calls; the policy is chosen only
+    when the 16-bit GFLOP/s range lies wholly above the float32 range
+    (:func:`course_utils.verdicts.separate`), else ``None``. ``why``, e.g. "bfloat16 matmul 155-165 vs
+    float32 290-305 GFLOP/s: slower here, mixed precision not tried".
+
+    ``budget``: seconds the timings may take after the first calls (repeats are cut to fit, at least 2);
+    ``num_gpus`` (default: TensorFlow's logical GPUs) and ``time_matmul`` (``dtype -> seconds`` of one
+    timing, default TensorFlow's) can be given, e.g. by a test. A 16-bit matmul that TensorFlow cannot run
+    here gives ``None``, with the error in ``why``. Unlike :func:`mixed_precision_policy`'s flags, this measures
+    the kernels training will use (a matmul, not a whole step: convolutions may differ)."""
+    if size < 16 or repeats < 2:
+        raise ValueError(f"need size >= 16 and repeats >= 2 (the range rule), got size={size}, repeats={repeats}")
+    if num_gpus is None:
+        import tensorflow as tf  # noqa: PLC0415
+
+        num_gpus = len(tf.config.list_logical_devices("GPU"))
+    policy, half = ("mixed_float16", "float16") if num_gpus else ("mixed_bfloat16", "bfloat16")
+    if time_matmul is None:
+        import tensorflow as tf  # noqa: PLC0415
+
+        try:
+            time_matmul, repeats = _tf_matmul_timer(size, (half, "float32"), repeats, budget)
+        except (tf.errors.OpError, TypeError, ValueError) as error:  # no 16-bit kernel here: nothing to measure
+            return None, f"{half} matmul failed here ({type(error).__name__}): mixed precision not tried"
+    seconds: dict[str, list[float]] = {half: [], "float32": []}
+    for r in range(repeats):
+        for dtype in (half, "float32") if r % 2 == 0 else ("float32", half):
+            seconds[dtype].append(time_matmul(dtype))
+    rates = {d: [2.0 * size**3 / s / 1e9 for s in found] for d, found in seconds.items()}
+    ours, theirs = (min(rates[half]), max(rates[half])), (min(rates["float32"]), max(rates["float32"]))
+    side = verdicts.separate(ours, theirs)
+    d = verdicts.decimals(*((ours[0], theirs[1]) if side > 0 else (ours[1], theirs[0]))) if side else 0
+    measured = (f"{half} matmul {ours[0]:,.{d}f}-{ours[1]:,.{d}f} vs float32 {theirs[0]:,.{d}f}-{theirs[1]:,.{d}f} "
+                f"GFLOP/s ({size}x{size}, {repeats} repeats)")
+    if side > 0:
+        return policy, f"{measured}: faster here, {policy} chosen"
+    said = "slower here" if side < 0 else "not faster here (ranges overlap)"
+    return None, f"{measured}: {said}, mixed precision not tried"

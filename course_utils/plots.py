@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import re
+import textwrap
+from collections.abc import Collection, Mapping, Sequence
 
 
 def _history_dict(history) -> Mapping[str, Sequence[float]]:
@@ -36,28 +38,61 @@ def plot_history(history, metrics: Sequence[str] = ("loss", "accuracy"), title: 
     return fig
 
 
-def plot_medians(groups: Mapping[str, Mapping[str, Sequence[float]]], ylabel: str, title: str | None = None):
+MUTED = "0.62"  # plot_medians: the grey of the variants a rule did not tell apart
+WRAP = 14  # plot_medians: characters per line of a variant's name under its bar
+
+
+def _wrapped(name: str) -> str:
+    """``name`` broken into lines of about :data:`WRAP` characters, never inside a word nor after a lone sign
+    ("+ steps_per_execution 8" keeps its "+" on the line of "steps_per_execution")."""
+    glued = re.sub(r"(?<!\S)([^\w\s]) ", "\\1\u00a0", name)  # textwrap breaks at ASCII whitespace only
+    width = max(WRAP, *(len(word) for word in glued.split(" ")))
+    return textwrap.fill(glued, width, break_long_words=False, break_on_hyphens=False).replace("\u00a0", " ")
+
+
+def plot_medians(groups: Mapping[str, Mapping[str, Sequence[float]]], ylabel: str, title: str | None = None,
+                 muted: Collection[str] = (), notes: Mapping[str, str] | None = None,
+                 muted_label: str = "not told apart from the row before"):
     """Median bars with min-max whiskers: one panel per group, one bar per variant.
 
     ``groups`` is ``{panel title: {variant: [value per repeat]}}``, e.g. throughput of several loop
-    variants at two batch sizes. Each bar is annotated with its median.
+    variants at two batch sizes. Each bar is annotated with its median; each variant's name is written
+    under its bar, level and wrapped at about 14 characters, so that long names do not run into each other.
+    ``muted``: variants drawn grey (in every panel), with a legend ``muted_label`` (e.g. those
+    :func:`course_utils.verdicts.speed_side` does not tell apart from the row before, or from the
+    baseline); ``notes``: ``{variant: short text}`` written at the foot of its bar (e.g. its test accuracy).
     """
     import matplotlib.pyplot as plt  # noqa: PLC0415
     import numpy as np  # noqa: PLC0415
+    from matplotlib.patches import Patch  # noqa: PLC0415
 
     if not groups or not all(groups.values()):
         raise ValueError("plot_medians needs at least one group with at least one variant")
+    muted, notes = set(muted), dict(notes or {})
+    names = [name for variants in groups.values() for name in variants]
+    if unknown := sorted((muted | set(notes)) - set(names)):
+        raise KeyError(f"muted or notes name {unknown}, which no group has; the variants are {sorted(set(names))}")
     widest = max(len(variants) for variants in groups.values())
-    fig, axes = plt.subplots(1, len(groups), figsize=(max(5, 1.7 * widest) * len(groups), 3.8), squeeze=False)
+    line = max(len(row) for name in names for row in _wrapped(name).splitlines())  # the longest label line
+    per_bar = max(1.7, 0.075 * line + 0.3)  # inches: a label line of 10-point text fits under its bar
+    fig, axes = plt.subplots(1, len(groups), figsize=(max(5, per_bar * widest) * len(groups), 3.8 + 0.15 * max(
+        _wrapped(name).count("\n") for name in names)), squeeze=False)
     for ax, (panel, variants) in zip(axes[0], groups.items()):
         medians = [float(np.median(v)) for v in variants.values()]
         low = [m - min(v) for m, v in zip(medians, variants.values())]
         high = [max(v) - m for m, v in zip(medians, variants.values())]
-        bars = ax.bar(range(len(variants)), medians, yerr=[low, high], capsize=4, color="tab:blue")
+        colors = [MUTED if name in muted else "tab:blue" for name in variants]
+        bars = ax.bar(range(len(variants)), medians, yerr=[low, high], capsize=4, color=colors)
         ax.bar_label(bars, labels=[f"{m:.0f}" for m in medians], label_type="center", color="white")
-        ax.set_xticks(range(len(variants)), list(variants), rotation=20, ha="right")
+        for k, name in enumerate(variants):
+            if name in notes:
+                ax.annotate(notes[name], (k, 0.0), xytext=(0, 3), textcoords="offset points", ha="center",
+                            va="bottom", fontsize="small", color="white")
+        ax.set_xticks(range(len(variants)), [_wrapped(name) for name in variants])
         ax.set_ylabel(ylabel)
         ax.set_title(panel)
+        if muted & set(variants):
+            ax.legend(handles=[Patch(color=MUTED, label=muted_label)], fontsize="small", loc="best")
     if title:
         fig.suptitle(title)
     fig.tight_layout()

@@ -6,8 +6,10 @@ run, in turn, ``rounds`` times; :func:`chain_steps` gives what each change cost:
 configurations' fastest runs (slow spells of a shared machine only ever add time, so the fastest of the
 repeats is the least disturbed; these differences add up exactly along the chain), the range of its paired
 differences (same round, one run after the other), and a verdict by the course's rule (the two
-configurations' ranges of whole-run times must separate); :func:`plot_waterfall` draws it from the first
-configuration's time to the last's.
+configurations' ranges of whole-run times must separate); :mod:`course_utils.waterfall_charts` draws
+them (also reachable here: ``waterfall.plot_waterfall``, ``waterfall.plot_differences``).
+:func:`compare` prints a verdict in one short line (the rule once per notebook:
+:func:`course_utils.verdicts.legend`); :func:`compare_side` gives the same decision as data.
 
 A run function returns a :class:`Run` when it times itself (its timer starting where the code it
 reproduces started one), or else the seconds of each epoch it trained (or ``None``) and the whole call is
@@ -29,6 +31,11 @@ from pathlib import Path
 from statistics import median
 
 from course_utils import verdicts
+from course_utils.waterfall_charts import plot_differences, plot_waterfall
+
+__all__ = [  # the charts live in waterfall_charts; they stay reachable as waterfall.plot_*
+    "Run", "Step", "chain_steps", "compare", "compare_side", "fastest", "interleaved_runs", "load_runs",
+    "plot_differences", "plot_waterfall", "save_runs", "seconds", "step_table"]
 
 
 @dataclass(frozen=True)
@@ -160,12 +167,46 @@ def fastest(runs: Sequence[Run]) -> Run:
 
 
 def compare(runs: Mapping[str, Sequence[Run]], name: str, before: str, max_spread: float | None = None,
-            unit: str = "s") -> str:
-    """The course's rule on whole-run times: longer or shorter only when the ranges separate.
-    ``unit``: "s" or "ms", how the ranges are printed.
+            unit: str = "s", *, long: bool = False) -> str:
+    """The course's rule on whole-run times: longer or shorter only when the ranges separate, in one short
+    line: ``b vs a: 2.1x slower (9.2 s vs 4.4 s, ranges separate)`` (medians; "faster" reads a's median over
+    b's), ``within noise (..., ranges overlap)``, ``cannot tell (..., ranges too wide)``, or ``no verdict (1 run
+    each)``; the rule is stated once, by :func:`course_utils.verdicts.legend`. ``unit``: "s" or "ms", how the
+    times are printed. ``long=True``: the older line ("costs time: the ranges separate (...)", with the ranges).
 
     ``max_spread``: when the ranges overlap and either spans more than this share of its median, the runs
     are too wide to call the two equal, and the verdict says so instead of "within noise"."""
+    if long:
+        return _compare_long(runs, name, before, max_spread, unit)
+    ours, theirs = seconds(runs[name]), seconds(runs[before])
+    head = f"{name} vs {before}: "
+    decided, why = verdicts.judge(ours, theirs, max_spread)
+    if why == "few":
+        return head + verdicts.no_verdict(ours, theirs)
+    if unit not in UNITS:
+        raise ValueError(f"unit is one of {sorted(UNITS)}, got {unit!r}")
+    t, base = UNITS[unit] * median(ours), UNITS[unit] * median(theirs)
+    a, b = verdicts.pair(t, base, apart=bool(decided))
+    numbers = f"{a} {unit} vs {b} {unit}"
+    if decided == 1:
+        return head + f"{verdicts.ratio_word(t, base, 'slower')} ({numbers}, ranges separate)"
+    if decided == -1:
+        return head + f"{verdicts.ratio_word(base, t, 'faster')} ({numbers}, ranges separate)"
+    if why == "wide":
+        return head + f"cannot tell ({numbers}, ranges too wide)"
+    return head + f"within noise ({numbers}, ranges overlap)"
+
+
+def compare_side(runs: Mapping[str, Sequence[Run]], name: str, before: str,
+                 max_spread: float | None = None) -> int | None:
+    """:func:`compare`'s decision as data, in the sign of a time difference: +1 when ``name``'s whole runs
+    take longer than ``before``'s (slower: the change costs time), -1 shorter (it saves time), 0 within
+    noise, None cannot tell (fewer than 2 runs each, or overlapping ranges wider than ``max_spread``)."""
+    return verdicts.side(seconds(runs[name]), seconds(runs[before]), max_spread)
+
+
+def _compare_long(runs: Mapping[str, Sequence[Run]], name: str, before: str, max_spread: float | None,
+                  unit: str) -> str:
     ours, theirs = seconds(runs[name]), seconds(runs[before])
     if len(ours) < 2 or len(theirs) < 2:
         return f"no verdict from {min(len(ours), len(theirs))} run(s) each (the rule needs 2 repeats)"
@@ -190,7 +231,8 @@ def compare(runs: Mapping[str, Sequence[Run]], name: str, before: str, max_sprea
 
 def chain_steps(runs: Mapping[str, Sequence[Run]], chain: Sequence[str], max_spread: float | None = None) -> list[Step]:
     """Each change along ``chain``: paired differences of whole-run times, round by round, and the verdict
-    (:func:`compare`, with ``max_spread``)."""
+    (:func:`compare`'s long line, with ``max_spread``: :func:`step_table` prints it under a header that names
+    the rule, and marks the verdicts by their first words)."""
     if missing := [name for name in chain if name not in runs]:
         raise KeyError(f"no runs for {missing}: time them with interleaved_runs first")
     steps = []
@@ -199,7 +241,7 @@ def chain_steps(runs: Mapping[str, Sequence[Run]], chain: Sequence[str], max_spr
             raise ValueError(f"{name!r} and {before!r} have different numbers of rounds: not paired")
         diffs = tuple(b.seconds - a.seconds for a, b in zip(runs[before], runs[name]))
         gap = fastest(runs[name]).seconds - fastest(runs[before]).seconds
-        steps.append(Step(name, before, gap, diffs, compare(runs, name, before, max_spread)))
+        steps.append(Step(name, before, gap, diffs, compare(runs, name, before, max_spread, long=True)))
     return steps
 
 
@@ -234,47 +276,3 @@ def step_table(steps: Sequence[Step], rule: str = "ranges of whole runs separate
         spread = f"{low:+.2f} to {high:+.2f}"
         lines.append(f"{s.name:<{width}}  {s.fastest:+7.2f}s  {spread:>15}  {said:<13}  {verdict}")
     return "\n".join(lines + ([IMPOSSIBLE] if marked else []))
-
-
-def plot_waterfall(start: tuple[str, float], parts: Sequence[tuple[str, float, float, float]],
-                   end: tuple[str, float], title: str | None = None, unit: str = "s"):
-    """Bars from ``start`` (label, value) through each part (label, median, low, high) to ``end``.
-
-    Each part floats where the running total has reached; its whisker is the range of its differences (low
-    to high, drawn where they would take the running total, whether or not the bar's value lies inside it).
-    Whatever the parts do not add up to is drawn as the last part, "remainder", in grey.
-    """
-    import matplotlib.pyplot as plt  # noqa: PLC0415
-
-    labels, bottoms, heights, colors, whiskers = [start[0]], [0.0], [start[1]], ["tab:blue"], []
-    total = start[1]
-    for label, value, low, high in parts:
-        labels.append(label)
-        bottoms.append(total if value >= 0 else total + value)
-        heights.append(abs(value))
-        colors.append("tab:red" if value >= 0 else "tab:green")
-        whiskers.append((len(labels) - 1, total + low, total + high))
-        total += value
-    remainder = end[1] - total
-    labels.append("remainder")
-    bottoms.append(total if remainder >= 0 else total + remainder)
-    heights.append(abs(remainder))
-    colors.append("tab:gray")
-    labels.append(end[0])
-    bottoms.append(0.0)
-    heights.append(end[1])
-    colors.append("tab:blue")
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.75 * len(labels)), 4.0))
-    x = range(len(labels))
-    ax.bar(x, heights, bottom=bottoms, color=colors)
-    if whiskers:
-        at, lows, highs = zip(*whiskers)
-        ax.vlines(at, lows, highs, color="black")
-        for ends in (lows, highs):
-            ax.scatter(at, ends, marker="_", color="black", s=60)
-    ax.set_xticks(list(x), labels, rotation=30, ha="right")
-    ax.set_ylabel(unit)
-    if title:
-        ax.set_title(title)
-    fig.tight_layout()
-    return fig

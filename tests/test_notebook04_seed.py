@@ -15,13 +15,23 @@ import pytest
 
 from tools.notebook_params import ROOT
 
-NOTEBOOK = ROOT / "notebooks" / "04_single_vs_multi_device.ipynb"
+DEEPER = ROOT / "notebooks" / "deeper" / "04_where_the_time_goes.ipynb"  # the chain of one-change runs
+LESSON = ROOT / "notebooks" / "04_single_vs_multi_device.ipynb"  # the page's three runs and the parts between
+
+
+def _parse(path):
+    nb = nbformat.read(path, as_version=4)
+    return ast.parse("\n".join(c.source for c in nb.cells if c.cell_type == "code" and not c.source.startswith("%")))
 
 
 @pytest.fixture(scope="module")
 def code():
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    return ast.parse("\n".join(c.source for c in nb.cells if c.cell_type == "code" and not c.source.startswith("%")))
+    return _parse(DEEPER)
+
+
+@pytest.fixture(scope="module")
+def lesson():
+    return _parse(LESSON)
 
 
 def _assigned(tree, name):
@@ -86,3 +96,22 @@ def test_each_link_of_the_chain_changes_one_switch(code):
         # dropping validation_split=0.15 is written as training the same 85 % without validating
         same_images = changed == {"validation", "share"} and b.get("share") == "0.85"
         assert len(changed) == 1 or same_images, (ast.unparse(before), ast.unparse(after))
+
+
+def test_the_lesson_runs_the_pages_three_runs_as_the_page_did(lesson):
+    pair = next(node for node in ast.walk(lesson) if isinstance(node, ast.Assign)
+                and isinstance(node.targets[0], ast.Tuple) and ast.unparse(node.targets[0].elts[0]) == "GLOBAL")
+    assert ast.unparse(pair.value.elts[0]) == "PER_REPLICA_BATCH * NUM_DEVICES"  # the page's 64 x its replicas
+    assert ast.literal_eval(_assigned(lesson, "PER_REPLICA_BATCH")) == 64
+    fit_run = _function(lesson, "fit_run")
+    calls = [n for n in ast.walk(fit_run) if isinstance(n, ast.Call) and ast.unparse(n.func) == "model.fit"]
+    on_arrays = _keywords(next(c for c in calls if ast.unparse(c.args[0]).startswith("train_images")))
+    assert ast.unparse(on_arrays["batch_size"]) == "GLOBAL" and ast.unparse(on_arrays["validation_split"]) == "0.15"
+    chain = {k: ast.unparse(v) for k, v in _chain(lesson, "CHAIN").items()}
+    assert chain["ONE_PAGE"] == "fit_run(as_page_one_gpu=True)"  # arrays, 15 % validated, timer from the build
+    assert chain["FIT_PAGE"] == "fit_run(mirrored, callbacks=True)"
+    callbacks = ast.unparse(_function(lesson, "seed_callbacks"))
+    for name in ("ModelCheckpoint", "TensorBoard", "LearningRateScheduler", "PrintLR"):
+        assert name in callbacks
+    loop = ast.unparse(_function(lesson, "seed_loop_run"))
+    assert "if epoch % 2 == 0:" in loop and "shuffle(n_train).batch(GLOBAL)" in loop and "test_step(batch)" in loop

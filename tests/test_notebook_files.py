@@ -32,12 +32,13 @@ def test_a_file_the_notebook_does_not_write_is_named_in_the_error(tmp_path):
         notebook_files.write(path, "b.py")
 
 
-@pytest.mark.parametrize("folder", ["notebooks", "solutions", "exercises"])
+@pytest.mark.parametrize("folder", ["notebooks", "solutions", "exercises", "notebooks/deeper"])
 def test_a_run_directory_is_beside_the_lesson_folders_fresh_and_relative(tmp_path, monkeypatch, folder):
-    (tmp_path / folder).mkdir()
+    (tmp_path / folder).mkdir(parents=True)
     monkeypatch.chdir(tmp_path / folder)
     first = notebook_files.fresh_run_directory("02_fit")
-    assert first == Path("../runs/02_fit") and (tmp_path / "runs" / "02_fit").is_dir()
+    up = "../" * len(Path(folder).parts)  # a deeper notebook's runs go to the same runs/ as its lesson's
+    assert first == Path(f"{up}runs/02_fit") and (tmp_path / "runs" / "02_fit").is_dir()
     (first / "ckpt_01.weights.h5").write_text("an old run's")
     again = notebook_files.fresh_run_directory("02_fit")
     assert again == first and not any(again.iterdir()), "emptied: the latest checkpoint is this run's"

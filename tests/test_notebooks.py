@@ -23,8 +23,8 @@ def test_course_has_notebooks():
     assert [p.name[:2] for p in NOTEBOOKS if p.parent.name == "notebooks"][:2] == ["01", "02"]
 
 
-# Title, badge, parameters, install cell, devices first, Summary, Exercises: tools/nblint.py's rules
-# (tests/test_nblint.py, one test per rule per notebook).
+# Title, badge, parameters, install cell, devices first, a lesson's shape and its budgets: tools/nblint.py's
+# rules (tests/test_nblint.py, one test per rule per notebook).
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)

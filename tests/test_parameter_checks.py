@@ -36,8 +36,8 @@ def test_default_and_smoke_values_pass(notebook):
 @pytest.mark.parametrize(("notebook", "values"), [
     ("notebooks/02_mirrored_strategy_fit.ipynb", {"NUM_DEVICES": 3}),
     ("notebooks/02_mirrored_strategy_fit.ipynb", {"NUM_DEVICES": 3, "TEST_LIMIT": 99}),  # first batch 99 = 3 x 33
-    ("notebooks/04_single_vs_multi_device.ipynb", {"NUM_DEVICES": 3}),  # its test batch is a multiple of 3
-    ("notebooks/04_single_vs_multi_device.ipynb", {"NUM_DEVICES": 3, "TEST_LIMIT": 255}),
+    ("notebooks/04_single_vs_multi_device.ipynb", {"NUM_DEVICES": 3, "LIMIT": 2304}),  # test batches: 3 x 166
+    ("notebooks/04_single_vs_multi_device.ipynb", {"NUM_DEVICES": 3, "LIMIT": 2304, "TEST_LIMIT": 255}),
     ("notebooks/02_mirrored_strategy_fit.ipynb", {"NUM_DEVICES": 3, "TEST_LIMIT": 10_000 - 16 + 3}),
     ("notebooks/04_single_vs_multi_device.ipynb", {"NUM_DEVICES": 3, "LIMIT": 59_904}),
     ("notebooks/05_multi_worker.ipynb", {"WORKERS": 3}),
@@ -59,9 +59,10 @@ def test_other_device_and_worker_counts_that_work_pass(notebook, values):
      "TEST_LIMIT = 100: the first batch would be 100 examples, which NUM_DEVICES = 3 replicas cannot split evenly"),
     ("solutions/07_svhn.ipynb", {"NUM_DEVICES": 3, "TEST_LIMIT": 100},
      "Use a multiple of 3, e.g. TEST_LIMIT = 99 or 102"),
-    ("notebooks/04_single_vs_multi_device.ipynb", {"NUM_DEVICES": 3, "TEST_LIMIT": 2},
+    ("notebooks/04_single_vs_multi_device.ipynb", {"NUM_DEVICES": 3, "LIMIT": 2304, "TEST_LIMIT": 2},
      "TEST_LIMIT = 2: the first batch would be 2 examples"),
-    ("notebooks/04_single_vs_multi_device.ipynb", {"NUM_DEVICES": 3, "TEST_LIMIT": 256},  # 255 + 1: two empty replicas
+    # 255 + 1: two empty replicas
+    ("notebooks/04_single_vs_multi_device.ipynb", {"NUM_DEVICES": 3, "LIMIT": 2304, "TEST_LIMIT": 256},
      "TEST_LIMIT = 256: the last batch would be 1 example, which leaves some of the NUM_DEVICES = 3 replicas none"),
     ("notebooks/02_mirrored_strategy_fit.ipynb", {"TEST_LIMIT": 257}, "e.g. TEST_LIMIT = 256 or 258"),
     ("notebooks/04_single_vs_multi_device.ipynb", {"NUM_DEVICES": 0}, "NUM_DEVICES = 0: give a whole number"),
@@ -76,9 +77,13 @@ def test_other_device_and_worker_counts_that_work_pass(notebook, values):
     ("notebooks/01_strategies_overview.ipynb", {"NUM_DEVICES": -1}, "NUM_DEVICES = -1: give a whole number"),
     ("notebooks/01_strategies_overview.ipynb", {"NUM_DEVICES": 1}, "Use NUM_DEVICES >= 2"),
     ("notebooks/04_single_vs_multi_device.ipynb", {"NUM_DEVICES": 3, "LIMIT": None},
-     "LIMIT = 60000 is not a multiple of PER_REPLICA_BATCH * NUM_DEVICES = 192"),
-    ("notebooks/04_single_vs_multi_device.ipynb", {"LIMIT": 384},
-     "the larger-batch cure (4x) needs a batch, and the seed's test set (LIMIT // 6) one. Use LIMIT >= 768"),
+     "LIMIT = 60000 is not a multiple of 4 * PER_REPLICA_BATCH * NUM_DEVICES = 768"),
+    ("notebooks/04_single_vs_multi_device.ipynb", {"NUM_DEVICES": 3},  # 2048: the larger-batch cure's batch is 768
+     "Use a multiple of 768, e.g. LIMIT = 1536 or 2304"),
+    ("notebooks/04_single_vs_multi_device.ipynb", {"LIMIT": 384}, "e.g. LIMIT = 512"),
+    # the page's custom loop tests LIMIT // 6 = 4 images in batches of 3: its last batch leaves two replicas none
+    ("notebooks/04_single_vs_multi_device.ipynb", {"NUM_DEVICES": 3, "PER_REPLICA_BATCH": 1, "LIMIT": 24},
+     "the page's loop test set, min(TEST_LIMIT, LIMIT // 6), = 4: the last batch would be 1 example"),
     ("notebooks/04_single_vs_multi_device.ipynb", {"SWEEP_IMAGES": 256}, "Use SWEEP_IMAGES >= 512"),
     ("notebooks/02_mirrored_strategy_fit.ipynb", {"EPOCHS": 3}, "Use EPOCHS >= 4"),
     ("notebooks/05_multi_worker.ipynb", {"EPOCHS": 2}, "the fault is placed in the second-to-last epoch"),

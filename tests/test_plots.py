@@ -72,3 +72,44 @@ def test_stacked_bars_put_each_segment_after_the_ones_before_in_every_bar():
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["a", "b", "c"]
     with pytest.raises(ValueError, match="at least one bar"):
         plots.plot_stacked({}, xlabel="x")
+
+
+CURES = ["naive", "+ parallel map, cache, prefetch", "+ batch 256/replica, LR x4", "+ steps_per_execution 8",
+         "+ XLA", "+ mixed_bfloat16"]
+
+
+def test_long_variant_names_are_wrapped_and_their_labels_do_not_overlap():
+    rates = {name: [1000.0 + 300 * k, 1100.0 + 300 * k, 1050.0 + 300 * k] for k, name in enumerate(CURES)}
+    fig = plots.plot_medians({"cures, cumulative": rates}, ylabel="images/s")
+    ax = fig.axes[0]
+    labels = ax.get_xticklabels()
+    assert [t.get_text().replace("\n", " ") for t in labels] == CURES  # wrapped at spaces, nothing lost
+    assert "+ steps_per_execution\n8" in [t.get_text() for t in labels]  # a lone "+" keeps to its word
+    renderer = fig.canvas.get_renderer()
+    boxes = [t.get_window_extent(renderer) for t in labels]
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+    assert all(fig.bbox.contains(*b.p0) and fig.bbox.contains(*b.p1) for b in boxes), "labels inside the figure"
+
+
+def test_muted_variants_are_grey_with_a_legend_and_notes_are_written_on_their_bars():
+    import io
+
+    from matplotlib.colors import to_hex
+
+    rates = {name: [1000.0 + 300 * k, 1100.0 + 300 * k] for k, name in enumerate(CURES)}
+    notes = {name: f"acc 0.{800 + k}" for k, name in enumerate(CURES)}
+    fig = plots.plot_medians({"cures": rates}, ylabel="images/s", muted={"+ XLA", "naive"}, notes=notes)
+    ax = fig.axes[0]
+    colors = [to_hex(p.get_facecolor()) for p in ax.patches]
+    assert colors == [to_hex(plots.MUTED) if n in ("+ XLA", "naive") else to_hex("tab:blue") for n in CURES]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["not told apart from the row before"]
+    texts = [t.get_text() for t in ax.texts]
+    assert texts[:6] == [f"{1050 + 300 * k}" for k in range(6)] and texts[6:] == list(notes.values())
+    other = plots.plot_medians({"cures": rates}, ylabel="images/s", muted=["+ XLA"], muted_label="not told apart")
+    assert [t.get_text() for t in other.axes[0].get_legend().get_texts()] == ["not told apart"]
+    assert plots.plot_medians({"cures": rates}, ylabel="images/s").axes[0].get_legend() is None  # nothing muted
+    with pytest.raises(KeyError, match="no group has"):
+        plots.plot_medians({"cures": rates}, ylabel="images/s", muted={"+ XLB"})
+    png = io.BytesIO()
+    fig.savefig(png, format="png")
+    assert png.getvalue().startswith(b"\x89PNG")

@@ -131,18 +131,20 @@ def test_chain_steps_pair_the_rounds_and_give_the_rule_s_verdict():
     apart = {"base": [Run(1.0), Run(1.2)], "cost": [Run(2.0), Run(2.1)], "cure": [Run(0.5), Run(0.6)]}
     cost, cure = waterfall.chain_steps(apart, ["base", "cost", "cure"])
     assert cost.verdict.startswith("costs time") and cure.verdict.startswith("saves time")
-    assert "no verdict" in waterfall.compare({"a": [Run(1.0)], "b": [Run(2.0)]}, "b", "a")
+    assert "no verdict" in waterfall.compare({"a": [Run(1.0)], "b": [Run(2.0)]}, "b", "a", long=True)
     # ranges wider than max_spread of their medians cannot decide: "cannot tell", not "within noise"
     wide, = waterfall.chain_steps(runs, ["base", "slower"], max_spread=0.25)  # base spans 10/11 of its median
     assert wide.verdict.startswith("cannot tell") and "91%" in wide.verdict
     narrow = {"a": [Run(10.0), Run(10.5)], "b": [Run(10.2), Run(10.4)]}
-    assert waterfall.compare(narrow, "b", "a", max_spread=0.25).startswith("within noise")
+    assert waterfall.compare(narrow, "b", "a", max_spread=0.25, long=True).startswith("within noise")
     assert "too wide to call them equal" in wide.verdict and "disturbed" not in wide.verdict  # no unmeasured cause
     short = {"a": [Run(0.012), Run(0.015)], "b": [Run(0.030), Run(0.041)]}  # waits of milliseconds: printed in ms
-    said = waterfall.compare(short, "b", "a", unit="ms")
+    said = waterfall.compare(short, "b", "a", unit="ms", long=True)
     assert said == "costs time: the ranges separate (30.00-41.00 ms vs 12.00-15.00 ms)"
     edge = {"a": [Run(5.62), Run(6.9412)], "b": [Run(6.9449), Run(7.45)]}  # separate, both ends 6.94 at 2 decimals
-    assert "(6.945-7.450 s vs 5.620-6.941 s)" in waterfall.compare(edge, "b", "a")
+    assert "(6.945-7.450 s vs 5.620-6.941 s)" in waterfall.compare(edge, "b", "a", long=True)
+    with pytest.raises(ValueError, match="unit is one of"):
+        waterfall.compare(short, "b", "a", unit="min", long=True)
     with pytest.raises(ValueError, match="unit is one of"):
         waterfall.compare(short, "b", "a", unit="min")
     with pytest.raises(KeyError, match="no runs for"):
@@ -177,6 +179,79 @@ def test_a_paired_range_on_the_side_its_change_cannot_take_is_marked():
     assert "  ! " not in waterfall.step_table([saves, costs], sign={"+ callback": -1, "timer later": +1})
     with pytest.raises(ValueError, match=r"sign takes \+1 \(only adds work\) or -1"):
         waterfall.step_table(steps, sign={"+ other": 2})
+
+
+def test_the_short_comparison_of_times_gives_medians_their_ratio_and_the_verdict_word():
+    runs = {"one device": [Run(4.3), Run(4.4), Run(4.6)], "Mirrored": [Run(9.0), Run(9.2), Run(9.5)],
+            "close": [Run(4.2), Run(4.5), Run(4.7)], "wild": [Run(2.0), Run(4.4), Run(8.0)], "once": [Run(4.4)]}
+    assert waterfall.compare(runs, "Mirrored", "one device") == \
+        "Mirrored vs one device: 2.09x slower (9.2 s vs 4.4 s, ranges separate)"
+    assert waterfall.compare(runs, "one device", "Mirrored") == \
+        "one device vs Mirrored: 2.09x faster (4.4 s vs 9.2 s, ranges separate)"  # the ratio: Mirrored's over its
+    assert waterfall.compare(runs, "close", "one device") == \
+        "close vs one device: within noise (4.5 s vs 4.4 s, ranges overlap)"
+    assert waterfall.compare(runs, "wild", "one device", 0.25) == \
+        "wild vs one device: cannot tell (4.4 s vs 4.4 s, ranges too wide)"
+    assert waterfall.compare(runs, "once", "one device") == "once vs one device: no verdict (1 and 3 runs)"
+    short = {"a": [Run(0.012), Run(0.015)], "b": [Run(0.030), Run(0.041)]}
+    assert waterfall.compare(short, "b", "a", unit="ms") == "b vs a: 2.63x slower (35.5 ms vs 13.5 ms, ranges separate)"
+    sides = {name: waterfall.compare_side(runs, name, "one device", 0.25) for name in runs}
+    assert sides == {"one device": 0, "Mirrored": 1, "close": 0, "wild": None, "once": None}  # +1: takes longer
+    assert waterfall.compare_side(runs, "one device", "Mirrored") == -1
+    steps = waterfall.chain_steps(runs, ["one device", "Mirrored"])  # the step table keeps the long verdict
+    assert steps[0].verdict == waterfall.compare(runs, "Mirrored", "one device", long=True)
+    assert steps[0].verdict.startswith("costs time: the ranges separate")
+
+
+def _rows():
+    return [("what the page timed differently", "timer at fit", -0.4, -0.6, -0.2),
+            ("what the page timed differently", "no validation", -1.1, -1.3, -0.9),
+            ("the strategy", "all-reduce", 2.3, 1.9, 2.6),
+            ("the strategy", "per step (profiled)", 1.2, 0.4, 22.0),  # a whisker 10x the largest bar
+            ("the callbacks", "+ PrintLR", 0.05, -0.1, 0.2)]
+
+
+def test_the_differences_chart_draws_a_bar_per_row_under_its_group_heading():
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    fig = waterfall.plot_differences(_rows(), title="what the gap is made of")
+    ax = fig.axes[0]
+    bars = ax.patches
+    assert [round(b.get_width(), 6) for b in bars] == [-0.4, -1.1, 2.3, 1.2, 0.05]  # one bar per row, in order
+    assert [matplotlib.colors.to_hex(b.get_facecolor()) for b in bars] == \
+        [matplotlib.colors.to_hex(c) for c in ["tab:green"] * 2 + ["tab:red"] * 3]  # saves, costs
+    ticks = ax.get_yticklabels()
+    labels = [t.get_text() for t in ticks]
+    assert labels == ["what the page timed differently", "timer at fit", "no validation", "the strategy", "all-reduce",
+                      "per step (profiled)", "the callbacks", "+ PrintLR"]
+    assert [t.get_text() for t in ticks if t.get_fontweight() == "bold"] == \
+        ["what the page timed differently", "the strategy", "the callbacks"]
+    assert [b.get_y() + b.get_height() / 2 for b in bars] == pytest.approx([1, 2, 4, 5, 7])  # under their headings
+    texts = [t.get_text() for t in ax.texts]
+    assert texts[:3] == ["-0.40 s", "-1.10 s", "+2.30 s"] and texts[4] == "+0.05 s"
+    assert texts[3] == "+1.20 s (range +0.40 to +22.0)"  # the whisker cut at the edge: its true end written
+    assert any(line.get_xdata()[0] == 0 for line in ax.lines)  # the line at zero
+    low, high = ax.get_xlim()
+    assert high < 11 and low > -3, "the 22 s whisker does not set the scale: the bars (and their texts) do"
+    assert ax.get_title() == "what the gap is made of"
+    png = io.BytesIO()
+    fig.savefig(png, format="png")
+    assert png.getvalue().startswith(b"\x89PNG")
+    renderer = fig.canvas.get_renderer()
+    inside = fig.bbox
+    assert all(inside.contains(*t.get_window_extent(renderer).p1) for t in ax.texts), "every value stays in the figure"
+
+
+def test_the_differences_chart_rejects_a_reversed_range_and_no_rows():
+    with pytest.raises(ValueError, match="low <= high"):
+        waterfall.plot_differences([("g", "x", 1.0, 2.0, 0.5)])
+    with pytest.raises(ValueError, match="at least one row"):
+        waterfall.plot_differences([])
+    with pytest.raises(ValueError, match="each row is"):
+        waterfall.plot_differences([("x", 1.0, 0.5, 2.0)])
 
 
 def test_the_waterfall_draws_each_part_from_the_running_total_and_the_remainder():

@@ -11,7 +11,7 @@ from papermill.iorw import load_notebook_node
 from papermill.parameterize import parameterize_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOK_DIRS = ("notebooks", "solutions")
+NOTEBOOK_DIRS = ("notebooks", "notebooks/deeper", "solutions")  # lessons, their deeper notebooks, solutions
 
 # The smoke setting: every notebook names its parameters from this list, and
 # gets the ones it declares. Few examples, few epochs: proves the notebook runs.
@@ -34,6 +34,7 @@ SMOKE = {
     "SEED_EPOCHS": 2,  # notebook 04: the first epoch (tracing) and one more
     "RUN_ROUNDS": 1,
     "PROFILE_STEPS": 3,
+    "PROFILE_ROUNDS": 1,
     # notebook 05b: a 100 Mbit/s link costs ~0.9 s per update whatever the batch; 1 Gbit/s proves the same code
     "RATES": ["1gbit", None],
     "SLOW": "1gbit",
