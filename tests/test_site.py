@@ -88,7 +88,7 @@ def test_the_shown_notebook_has_a_local_badge_its_download_and_no_kernel_only_ou
     assert "**Reading time** 2 min" in text and "**Running time** 2 min on a machine" in text
     assert "[the script](https://github.com/o/r/blob/main/tasks.py)" in text, "a repository file: on GitHub"
     assert "[lesson 02](02_y.ipynb)" in text, "a page: left to Sphinx"
-    assert shown.cells[1].outputs[0].data == {"text/plain": site_pages.KERNEL_ONLY_NOTE}
+    assert shown.cells[1].outputs[0].data == {"text/markdown": site_pages.KERNEL_ONLY_NOTE}
 
 
 def test_the_offline_check_finds_what_loads_from_another_host(tmp_path):

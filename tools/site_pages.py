@@ -43,8 +43,8 @@ ORIGINALS = "_notebooks"  # in the Sphinx source folder: the committed notebooks
 ASSETS = "_assets"
 LEXER = "course-ipython"  # IPython's, with shell scripts written by %%writefile as Bash (tools/site.py's conf)
 BADGE = f"{ASSETS}/colab-badge.svg"
-KERNEL_ONLY_NOTE = ("[An interactive output was shown here when the notebook ran (TensorBoard, say): it needs "
-                    "the notebook's running kernel, so this page cannot show it. Run the notebook to see it.]")
+KERNEL_ONLY_NOTE = ("*An interactive output was shown here when the notebook ran (TensorBoard, say): it needs "
+                    "the notebook's running kernel, so this page cannot show it. Run the notebook to see it.*")
 
 _COLAB_BADGE = re.compile(r"\[!\[Open In Colab\]\([^)\s]*\)\]\([^)\s]*\)")
 _LINK = re.compile(r"(?<!!)\[(?P<text>[^\]]*)\]\((?P<target>[^)\s]+)\)")
@@ -257,7 +257,7 @@ def site_notebook(page: Page, url: str, machine: str, pages: set[str], root: Pat
         for output in cell.get("outputs", []):
             html = output.get("data", {}).get("text/html", "")
             if re.search(r"<script|<iframe", html if isinstance(html, str) else "".join(html), re.I):
-                output["data"] = {"text/plain": KERNEL_ONLY_NOTE}
+                output["data"] = {"text/markdown": KERNEL_ONLY_NOTE}
     return nb
 
 
