@@ -22,6 +22,7 @@ import http.server
 import importlib.util
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -250,6 +251,9 @@ def main(argv: list[str]) -> int:
         server = serve(args.out.resolve(), 0, quiet=False)
         url = server.__enter__()
     print(f"[site] serving {args.out} at {url} (Ctrl-C stops it)", flush=True)
+    # Ctrl-C stops it, and so does SIGTERM (`kill PID`), also when started as a background job (SIGINT ignored)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         while True:
             time.sleep(3600)
