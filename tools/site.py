@@ -118,7 +118,7 @@ def sphinx(src: Path, out: Path, jobs: str = "auto") -> subprocess.CompletedProc
 
 
 def missing_pages(out: Path, pages: list[Page], root: Path = ROOT) -> list[str]:
-    """The course folders' notebooks with no page in ``out``, and pages that lack their title."""
+    """The course folders' notebooks with no page in ``out``, and pages without the line under their title."""
     problems = []
     expected = {p.rel: p for p in pages}
     for folder in PAGE_FOLDERS:
