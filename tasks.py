@@ -14,6 +14,8 @@
     python3 tasks.py grade DIR  # set up, then autograde the students' exercise notebooks in DIR with
                               # nbgrader: a table of checks passed per student, and DIR/grades.csv
                               # (--smoke: in CI's smoke setting; --assignment, --csv, --timeout)
+    python3 tasks.py site     # set up, then build the course's website into build/site/ from the committed
+                              # notebooks, executing nothing (tools/site.py; --serve: then serve it locally)
     python3 tasks.py setup    # only set up: .venv, dependencies, offline data
     python3 tasks.py links    # point every Colab badge and install cell at pyproject's
                               # [project.urls] Repository (--check: only list disagreements)
@@ -392,10 +394,10 @@ def suite(args: list[str]) -> int:
          staged], cwd=staged, env=env).returncode
     if rc != 0:
         return rc
-    say("browser: JupyterLab (as `tasks.py lab` serves it) in chromium, notebooks run as a student runs them "
-        "(screenshots in build/screenshots/)")
-    return subprocess.run([PY, "-m", "pytest", "-p", "no:cacheprovider", "-m", "browser", "tests/test_browser.py"],
-                          cwd=ROOT, env=env).returncode
+    say("browser: JupyterLab (as `tasks.py lab` serves it) in chromium, notebooks run as a student runs them; "
+        "then the course's website, built and served (screenshots in build/screenshots/)")
+    return subprocess.run([PY, "-m", "pytest", "-p", "no:cacheprovider", "-m", "browser", "tests/test_browser.py",
+                           "tests/test_site.py"], cwd=ROOT, env=env).returncode
 
 
 def grade(args: list[str]) -> int:
@@ -439,6 +441,13 @@ def lab(args: list[str]) -> int:
     setup()
     command, env = lab_command(args)
     return subprocess.run([str(c) for c in command], cwd=ROOT, env=env).returncode
+
+
+def site(args: list[str]) -> int:
+    """The course as a static website in build/site/, built from the committed notebooks without running them
+    (``tools/site.py``: Sphinx with MyST-NB, offline, every warning an error); ``--serve``: then serve it."""
+    setup()
+    return subprocess.run([PY, "-m", "tools.site", *args], cwd=ROOT, env=_venv_env()).returncode
 
 
 def links(args: list[str]) -> int:
@@ -550,7 +559,7 @@ def interrupts_back() -> None:
 def main(argv: list[str]) -> int:
     interrupts_back()
     commands = {"course": course, "test": test, "lab": lab, "links": links, "lock": lock, "stress": stress,
-                "lint": lint, "grade": grade}
+                "lint": lint, "grade": grade, "site": site}
     if not argv or argv[0] not in {*commands, "setup"}:
         print(__doc__)
         return 2

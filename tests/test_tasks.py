@@ -71,9 +71,18 @@ def _constraints(name: str = "constraints.txt") -> dict[str, str]:
 def test_usage_lists_every_command(capsys):
     assert tasks.main([]) == 2
     usage = capsys.readouterr().out
-    for command in ("course", "test", "lab", "setup", "links", "lock", "lint", "stress"):
+    for command in ("course", "test", "lab", "setup", "links", "lock", "lint", "stress", "site"):
         assert f"python3 tasks.py {command}" in usage
     assert "--oldest" in usage and "--newest" in usage
+
+
+def test_site_sets_up_then_builds_the_website_with_tools_site(monkeypatch):
+    calls = []
+    monkeypatch.setattr(tasks, "setup", lambda: calls.append("setup"))
+    monkeypatch.setattr(tasks.subprocess, "run",
+                        lambda cmd, **kw: calls.append([str(c) for c in cmd]) or SimpleNamespace(returncode=0))
+    assert tasks.main(["site", "--serve"]) == 0
+    assert calls == ["setup", [str(tasks.PY), "-m", "tools.site", "--serve"]]
 
 
 def test_setup_digest_covers_pyproject_and_constraints(tmp_path):

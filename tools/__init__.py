@@ -9,4 +9,6 @@
 - :mod:`tools.fake_data`         -- small generated Fashion-MNIST IDX files, where the real ones are missing.
 - :mod:`tools.links`             -- Colab badges and install cells pointed at the repository URL.
 - :mod:`tools.stress`            -- the tests that race the machine, under load (``tasks.py stress``).
+- :mod:`tools.site`              -- the course as a static website, built offline and checked (``tasks.py site``).
+- :mod:`tools.site_pages`        -- the website's pages: course order, reading and running times, the landing page.
 """
