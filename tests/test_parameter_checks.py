@@ -84,7 +84,7 @@ def test_other_device_and_worker_counts_that_work_pass(notebook, values):
     # the page's custom loop tests LIMIT // 6 = 4 images in batches of 3: its last batch leaves two replicas none
     ("notebooks/04_single_vs_multi_device.ipynb", {"NUM_DEVICES": 3, "PER_REPLICA_BATCH": 1, "LIMIT": 24},
      "the page's loop test set, min(TEST_LIMIT, LIMIT // 6), = 4: the last batch would be 1 example"),
-    ("notebooks/04_single_vs_multi_device.ipynb", {"SWEEP_IMAGES": 256}, "Use SWEEP_IMAGES >= 512"),
+    ("notebooks/04_single_vs_multi_device.ipynb", {"SWEEP_IMAGES": 128}, "Use SWEEP_IMAGES >= 256"),
     ("notebooks/02_mirrored_strategy_fit.ipynb", {"EPOCHS": 3}, "Use EPOCHS >= 4"),
     ("notebooks/05_multi_worker.ipynb", {"EPOCHS": 2}, "the fault is placed in the second-to-last epoch"),
     ("notebooks/05_multi_worker.ipynb", {"WORKERS": 1}, "Use WORKERS >= 2"),
