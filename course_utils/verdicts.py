@@ -176,14 +176,22 @@ def speed(rates: dict, name: str, baseline: str, unit: str = "images/s", max_spr
         return head + no_verdict(ours, theirs)
     m, base = statistics.median(ours), statistics.median(theirs)
     a, b = pair(m, base, apart=bool(decided))
-    numbers = f"{a} vs {b} {unit}"
+    return head + short_verdict(decided, why, m, base, f"{a} vs {b} {unit}", higher="faster", lower="slower")
+
+
+def short_verdict(decided: int | None, why: str, ours: float, theirs: float, numbers: str, higher: str,
+                  lower: str) -> str:
+    """The words of a short verdict after its names, from :func:`judge`'s ``(decided, why)`` and the two
+    medians: ``1.12x faster (numbers, ranges separate)`` (``higher`` when ``ours`` lies above, the ratio
+    ours/theirs; ``lower`` below, theirs/ours), ``cannot tell (numbers, ranges too wide)`` or
+    ``within noise (numbers, ranges overlap)``. Speeds call "higher" faster; times call it slower."""
     if decided == 1:
-        return head + f"{ratio_word(m, base, 'faster')} ({numbers}, ranges separate)"
+        return f"{ratio_word(ours, theirs, higher)} ({numbers}, ranges separate)"
     if decided == -1:
-        return head + f"{ratio_word(base, m, 'slower')} ({numbers}, ranges separate)"
+        return f"{ratio_word(theirs, ours, lower)} ({numbers}, ranges separate)"
     if why == "wide":
-        return head + f"cannot tell ({numbers}, ranges too wide)"
-    return head + f"within noise ({numbers}, ranges overlap)"
+        return f"cannot tell ({numbers}, ranges too wide)"
+    return f"within noise ({numbers}, ranges overlap)"
 
 
 def _speed_long(rates: dict, name: str, baseline: str, unit: str, max_spread: float | None) -> str:

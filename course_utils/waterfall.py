@@ -187,14 +187,8 @@ def compare(runs: Mapping[str, Sequence[Run]], name: str, before: str, max_sprea
         raise ValueError(f"unit is one of {sorted(UNITS)}, got {unit!r}")
     t, base = UNITS[unit] * median(ours), UNITS[unit] * median(theirs)
     a, b = verdicts.pair(t, base, apart=bool(decided))
-    numbers = f"{a} {unit} vs {b} {unit}"
-    if decided == 1:
-        return head + f"{verdicts.ratio_word(t, base, 'slower')} ({numbers}, ranges separate)"
-    if decided == -1:
-        return head + f"{verdicts.ratio_word(base, t, 'faster')} ({numbers}, ranges separate)"
-    if why == "wide":
-        return head + f"cannot tell ({numbers}, ranges too wide)"
-    return head + f"within noise ({numbers}, ranges overlap)"
+    return head + verdicts.short_verdict(decided, why, t, base, f"{a} {unit} vs {b} {unit}", higher="slower",
+                                         lower="faster")
 
 
 def compare_side(runs: Mapping[str, Sequence[Run]], name: str, before: str,
