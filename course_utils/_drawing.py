@@ -11,9 +11,10 @@ import math
 from numbers import Integral, Real
 
 COLORS = {"input": "#f5c85c", "forward": "#a8cff2", "backward": "#5b9bd5", "allreduce": "#f08a5d",
-          "update": "#82c785", "idle": "#e4e4e4", "fixed": "#b3b3b3"}
+          "update": "#82c785", "idle": "#e4e4e4", "fixed": "#b3b3b3", "variable": "#c9b6e4", "coordinator": "#f2e6d0"}
 NAMES = {"input": "input", "forward": "forward", "backward": "backward", "allreduce": "all-reduce",
-         "update": "optimizer update", "idle": "idle / wait", "fixed": "fixed cost per step"}
+         "update": "optimizer update", "idle": "idle / wait", "fixed": "fixed cost per step",
+         "variable": "variables (model weights)", "coordinator": "coordinator"}
 MAX_REPLICAS = 16  # more rows than this are too thin to read at notebook width
 FONT = 9  # points: the smallest text in every diagram
 
@@ -131,3 +132,9 @@ def _finish(fig, title: str, layout: bool = True, rect=(0, 0, 1, 1)):
     for text in fig.findobj(lambda artist: hasattr(artist, "fit_in")):
         _fit_label(text)
     return fig
+
+
+def _sum(name: str, first: int, count: int) -> str:
+    """``g0+g1+g2``, or ``g0+…+g7`` when long."""
+    last = f"{name}{first + count - 1}"
+    return "+".join(f"{name}{first + i}" for i in range(count)) if count <= 4 else f"{name}{first}+…+{last}"

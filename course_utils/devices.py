@@ -5,7 +5,9 @@ the course's 2- and 3-replica comparisons have their replicas everywhere:
 
 - no GPU: the one physical CPU is split into ``n`` logical CPU devices;
 - ``n`` or more GPUs: only the first ``n`` real GPUs are made visible;
-- 1 to ``n - 1`` GPUs (a one-GPU Colab): the first GPU is split into ``n`` logical GPUs.
+- 1 to ``n - 1`` GPUs: every GPU is split into logical GPUs, ``n`` in all, as evenly as possible
+  (a one-GPU Colab: GPU:0 into ``n``; two GPUs and ``n = 3``: two on GPU:0, one on GPU:1), so that
+  no GPU stays idle. Replicas sharing a GPU share its compute; ``n`` = the GPU count uses them whole.
 
 :func:`plan_devices` decides without TensorFlow (testable without GPUs), and
 :func:`recommended_cross_device_ops` picks how gradients are combined on the devices configured.
@@ -26,12 +28,14 @@ _LABELS = {"cpu": "logical CPU device", "gpu": "GPU", "logical_gpu": "logical GP
 @dataclass(frozen=True)
 class DevicePlan:
     """``count`` devices of one ``kind``: ``"cpu"`` (logical CPU devices), ``"gpu"`` (real
-    GPUs) or ``"logical_gpu"`` (one GPU split, ``gpu_memory_mb`` each), and a ``description``."""
+    GPUs) or ``"logical_gpu"`` (GPUs split, ``gpu_memory_mb`` each, ``split[i]`` of them on
+    physical GPU ``i``), and a ``description``."""
 
     kind: str
     count: int
     description: str
     gpu_memory_mb: int | None = None
+    split: tuple[int, ...] = ()
 
     @property
     def device_type(self) -> str:
@@ -101,8 +105,9 @@ def _check_positive_int(name: str, value) -> None:
 def plan_devices(n: int, num_physical_gpus: int, gpu_memory_mb: int = 1024) -> DevicePlan:
     """Decide how to give ``MirroredStrategy`` ``n`` devices on a machine with that many GPUs.
 
-    Real GPUs are preferred: a GPU is split only when there are too few, since logical GPUs
-    share one card's compute (they demonstrate tf.distribute, not a speed-up).
+    Real GPUs are preferred: GPUs are split only when there are too few, since logical GPUs
+    share one card's compute (they demonstrate tf.distribute, not a speed-up). Then every GPU
+    is split, the first ones taking one more when ``n`` does not divide evenly, so none is idle.
     """
     _check_positive_int("n", n)
     _check_positive_int("gpu_memory_mb", gpu_memory_mb)
@@ -116,10 +121,16 @@ def plan_devices(n: int, num_physical_gpus: int, gpu_memory_mb: int = 1024) -> D
         shown = ", ".join(f"GPU:{i}" for i in range(n))
         return DevicePlan("gpu", n, f"{_plural(num_physical_gpus, 'physical GPU')}: making {shown} "
                                     f"visible (MirroredStrategy uses every visible GPU)")
-    return DevicePlan(
-        "logical_gpu", n,
-        f"{_plural(num_physical_gpus, 'physical GPU')}: split GPU:0 into {n} logical GPUs of "
-        f"{gpu_memory_mb} MB each (MirroredStrategy needs {n} devices)", gpu_memory_mb)
+    base, extra = divmod(n, num_physical_gpus)
+    split = tuple(base + (i < extra) for i in range(num_physical_gpus))
+    gpus = _plural(num_physical_gpus, "physical GPU")
+    if num_physical_gpus == 1:
+        return DevicePlan("logical_gpu", n, f"{gpus}: split GPU:0 into {n} logical GPUs of {gpu_memory_mb} MB "
+                                            f"each (MirroredStrategy needs {n} devices)", gpu_memory_mb, split)
+    shares = ", ".join(f"{k} on GPU:{i}" for i, k in enumerate(split))
+    return DevicePlan("logical_gpu", n, f"{gpus}: split into {n} logical GPUs ({shares}) of {gpu_memory_mb} MB each "
+                                        f"(MirroredStrategy needs {n} devices; replicas on one GPU share it, "
+                                        f"NUM_DEVICES = {num_physical_gpus} uses each GPU whole)", gpu_memory_mb, split)
 
 
 def _apply(tf, plan: DevicePlan, gpus: list) -> None:
@@ -131,10 +142,11 @@ def _apply(tf, plan: DevicePlan, gpus: list) -> None:
     elif plan.kind == "gpu":
         tf.config.set_visible_devices(gpus[:plan.count], "GPU")
     else:
-        tf.config.set_visible_devices(gpus[:1], "GPU")
-        tf.config.set_logical_device_configuration(gpus[0], [
-            tf.config.LogicalDeviceConfiguration(memory_limit=plan.gpu_memory_mb)
-            for _ in range(plan.count)])
+        used = gpus[:len(plan.split)]
+        tf.config.set_visible_devices(used, "GPU")
+        for gpu, count in zip(used, plan.split):
+            tf.config.set_logical_device_configuration(gpu, [
+                tf.config.LogicalDeviceConfiguration(memory_limit=plan.gpu_memory_mb) for _ in range(count)])
 
 
 def simulate_devices(n: int = 2, *, gpu_memory_mb: int = 1024, verbose: bool = True) -> list[str]:

@@ -24,7 +24,9 @@ from course_utils._drawing import (
     _num,
     _plural,
     _share,
+    _sum,
 )
+from course_utils.strategy_diagrams import mirrored_variable, sync_vs_parameter_servers  # noqa: F401 (re-exported)
 
 ROW_GAP = 1.3  # in rows: from the one device's row to the first replica's, room for the line between them
 
@@ -152,12 +154,6 @@ def mirrored_step_timeline(replicas: int = 2, input_ms: float | None = None, com
                    f"({notes[(given > 0) + (given == 4)]})")
 
 
-def _sum(name: str, first: int, count: int) -> str:
-    """``g0+g1+g2``, or ``g0+…+g7`` when long."""
-    last = f"{name}{first + count - 1}"
-    return "+".join(f"{name}{first + i}" for i in range(count)) if count <= 4 else f"{name}{first}+…+{last}"
-
-
 def allreduce(replicas: int = 3):
     """Before and after an all-reduce: each replica's own gradient g0, g1, ..., then their sum on every replica."""
     _check("replicas", replicas, 1, MAX_REPLICAS)
@@ -179,13 +175,15 @@ def allreduce(replicas: int = 3):
 
 
 def global_batch_loss(replicas: int = 2, per_replica_batch: int = 4):
-    """Loss scaling in one picture: each replica's per-example losses summed and divided by the GLOBAL batch size
-    (not its own), its gradient computed, the replicas' gradients summed by the all-reduce."""
+    """Loss scaling in one picture: the global batch split across the replicas, each replica's per-example losses
+    summed and divided by the GLOBAL batch size (not its own), its gradient computed, the replicas' gradients
+    summed by the all-reduce."""
     n, b = _check("replicas", replicas, 1, MAX_REPLICAS), _check("per_replica_batch", per_replica_batch, 1, 8)
     height = 1.5 + 0.5 * n
     fig, ax = _canvas(8, height)
     top, width = height - 0.95, min(0.55, 2.4 / b)  # the first row's centre; one loss's box
-    for x, header in [(0.85 + b * width / 2, "per-example losses"), (4.3, f"÷ the GLOBAL batch ({n * b})"),
+    for x, header in [(0.85 + b * width / 2, f"the global batch ({n * b}), split:\nper-example losses"),
+                      (4.3, f"÷ the GLOBAL batch ({n * b})"),
                       (5.8, "gradient"), (7.3, "summed gradient")]:
         ax.text(x, height - 0.55, header, ha="center", va="center", fontsize=FONT)
     for r in range(n):
@@ -244,3 +242,4 @@ def ring_allreduce(workers: int = 4):
     ax.text(4.0, 0.12, f"each worker sends 2(N−1)/N = 2·{n - 1}/{n} = {2 * (n - 1) / n:.3g}× the gradient's bytes "
             "(1/N of it per step, 2(N−1) steps)", ha="center", va="bottom", fontsize=FONT)
     return _finish(fig, f"Ring all-reduce with N = {n} workers: reduce-scatter, then all-gather", layout=False)
+

@@ -6,8 +6,8 @@ on the machine and the run, so it is printed by these functions:
 - :func:`separate`: the range rule itself: +1 / -1 when one range lies wholly above / below the other, 0
   when they overlap (used by :func:`speed` and :meth:`course_utils.scaling.Scaling.trend`);
 - :func:`speed`: interleaved repeats of two variants differ only when their ranges separate;
-- :func:`accuracy`: two test accuracies differ only when the gap exceeds twice its standard error,
-  sqrt(p(1-p)/n) for each accuracy of n test examples.
+- :func:`accuracy`: two test accuracies differ only when the gap exceeds twice its standard error
+  (the gap's: sqrt(p(1-p)/n + q(1-q)/n) for accuracies p and q on n test examples).
 
 Each verdict is one short line by default, e.g. ``tuned vs naive: 1.12x faster (2,392 vs 2,146 images/s,
 ranges separate)``: the medians, the ratio of the medians and the verdict word. The rule is not repeated on
@@ -149,8 +149,8 @@ def legend(max_spread: float | None = None, width: int = 100) -> str:
     if max_spread is not None:
         paragraphs.append(f"- Overlapping ranges wider than {max_spread:.0%} of their median give \"cannot tell\": "
                           "too wide to call the two equal.")
-    paragraphs.append("- Accuracy: two differ only when the gap exceeds twice its standard error (2 SE; an "
-                      "accuracy p on n test examples has standard error sqrt(p(1-p)/n)).")
+    paragraphs.append("- Accuracy: two differ only when the gap exceeds twice its standard error (2 SE; for "
+                      "accuracies p and q on n test examples, SE = sqrt(p(1-p)/n + q(1-q)/n)).")
     wrapped = [textwrap.fill(p, width, subsequent_indent="  ", break_on_hyphens=False) for p in paragraphs]
     return "\n".join(["How to read the verdicts:", *wrapped])
 

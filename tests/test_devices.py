@@ -66,16 +66,20 @@ def test_decision_table(gpus, n, kind, ops):
     plan = devices.plan_devices(n, gpus)
     assert (plan.kind, plan.count) == (kind, n)
     # what TensorFlow then reports: visible physical GPUs and the logical GPUs made of them
-    visible = {"cpu": 0, "gpu": n, "logical_gpu": 1}[kind]
+    visible = {"cpu": 0, "gpu": n, "logical_gpu": gpus}[kind]  # split: every GPU, none left idle
     logical = 0 if kind == "cpu" else n
+    if kind == "logical_gpu":
+        assert len(plan.split) == gpus and sum(plan.split) == n and max(plan.split) - min(plan.split) <= 1
     assert devices.needs_reduction_to_one_device(visible, logical) == (ops == R21)
 
 
 def test_plan_descriptions_say_what_is_done():
     assert devices.plan_devices(2, 1).description == (
         "1 physical GPU: split GPU:0 into 2 logical GPUs of 1024 MB each (MirroredStrategy needs 2 devices)")
-    assert devices.plan_devices(3, 2, gpu_memory_mb=512).description.startswith(
-        "2 physical GPUs: split GPU:0 into 3 logical GPUs of 512 MB each")
+    assert devices.plan_devices(3, 2, gpu_memory_mb=512).description == (
+        "2 physical GPUs: split into 3 logical GPUs (2 on GPU:0, 1 on GPU:1) of 512 MB each (MirroredStrategy "
+        "needs 3 devices; replicas on one GPU share it, NUM_DEVICES = 2 uses each GPU whole)")
+    assert devices.plan_devices(4, 2).split == (2, 2) and devices.plan_devices(8, 3).split == (3, 3, 2)
     assert devices.plan_devices(2, 4).description.startswith("4 physical GPUs: making GPU:0, GPU:1 visible")
     assert devices.plan_devices(2, 0).description == (
         "No GPU found: simulating 2 devices with logical CPU devices")
@@ -142,6 +146,22 @@ def test_one_gpu_is_split_into_n_logical_gpus(monkeypatch, capsys, kwargs, mb):
     assert capsys.readouterr().out == (
         f"1 physical GPU: split GPU:0 into 2 logical GPUs of {mb} MB each (MirroredStrategy needs 2 devices)"
         ": /device:GPU:0, /device:GPU:1\n")
+    assert isinstance(devices.recommended_cross_device_ops(), tf.distribute.ReductionToOneDevice)
+
+
+@pytest.mark.parametrize("num_gpus, n, split", [(2, 3, [2, 1]), (2, 4, [2, 2]), (3, 4, [2, 1, 1])])
+def test_fewer_gpus_than_n_splits_every_gpu(monkeypatch, capsys, num_gpus, n, split):
+    """A 2-GPU workstation asked for 3 devices: GPU:0 holds two replicas, GPU:1 one; no GPU idle."""
+    fake = FakeDevices(num_gpus).install(monkeypatch)
+    assert devices.simulate_devices(n) == [f"/device:GPU:{i}" for i in range(n)]
+    assert ("set_visible_devices", fake.gpus, "GPU") in fake.calls
+    configured = {device: len(configs) for name, device, configs in fake.calls
+                  if name == "set_logical_device_configuration"}
+    assert configured == dict(zip(fake.gpus, split))
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1  # one line says what was done
+    assert out.startswith(f"{num_gpus} physical GPUs: split into {n} logical GPUs (")
+    assert f"NUM_DEVICES = {num_gpus} uses each GPU whole" in out
     assert isinstance(devices.recommended_cross_device_ops(), tf.distribute.ReductionToOneDevice)
 
 

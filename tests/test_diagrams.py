@@ -17,6 +17,8 @@ DIAGRAMS = {
     "allreduce": diagrams.allreduce,
     "global_batch_loss": diagrams.global_batch_loss,
     "ring_allreduce": diagrams.ring_allreduce,
+    "mirrored_variable": diagrams.mirrored_variable,
+    "sync_vs_parameter_servers": diagrams.sync_vs_parameter_servers,
 }
 # Each diagram at its defaults and at the extremes its arguments allow: still readable, still no text on text.
 VARIANTS = [
@@ -38,6 +40,12 @@ VARIANTS = [
     ("global_batch_loss", {"replicas": 16, "per_replica_batch": 8}),
     ("ring_allreduce", {"workers": 2}),
     ("ring_allreduce", {"workers": 8}),
+    ("mirrored_variable", {"replicas": 1}),
+    ("mirrored_variable", {"replicas": 16, "value": "[1.5, 2.25, 3.0]"}),
+    ("mirrored_variable", {"replicas": 3, "devices": [f"/job:worker/task:0/device:GPU:{i}" for i in range(3)]}),
+    ("sync_vs_parameter_servers", {"workers": 2, "ps": 1}),
+    ("sync_vs_parameter_servers", {"workers": 5, "ps": 4}),
+    ("sync_vs_parameter_servers", {"workers": 5, "ps": 1}),
 ]
 
 
@@ -268,6 +276,70 @@ def test_global_batch_loss_divides_by_the_global_batch():
     for kwargs in ({"replicas": 0}, {"per_replica_batch": 0}, {"per_replica_batch": 9}):
         with pytest.raises(ValueError, match="must be an integer"):
             diagrams.global_batch_loss(**kwargs)
+
+
+def test_global_batch_loss_shows_the_global_batch_split():
+    texts = strings(diagrams.global_batch_loss(replicas=3, per_replica_batch=2))
+    assert "the global batch (6), split:\nper-example losses" in texts
+    assert [t for t in texts if t.startswith("ℓ")] == [f"ℓ{i}" for i in range(6)]  # each example in one replica
+
+
+def test_mirrored_variable_copies_and_one_update():
+    fig = diagrams.mirrored_variable(replicas=2, devices=["CPU:0", "CPU:1"])
+    texts = strings(fig)
+    assert "MirroredVariable on 2 replicas" in fig._suptitle.get_text()
+    assert [t for t in texts if t.startswith("replica ")] == ["replica 0", "replica 1"]
+    assert "Mirrored-\nVariable w" in texts  # the one variable
+    assert [t for t in texts if t.startswith("CPU:")] == ["CPU:0: w = [1, 2]", "CPU:1: w = [1, 2]"]  # equal copies
+    assert {"g0", "g1", "all-\nreduce"} <= set(texts)
+    assert texts.count("w − η·(g0+g1)") == 2  # the same update on every copy
+    assert any("copies start equal and stay equal" in t for t in texts)
+    default = strings(diagrams.mirrored_variable(3, value="[0.5]"))
+    assert [t for t in default if t.startswith("GPU:")] == [f"GPU:{i}: w = [0.5]" for i in range(3)]
+    assert default.count("w − η·(g0+g1+g2)") == 3
+
+
+def test_mirrored_variable_colours_the_copies_as_variables():
+    fig = diagrams.mirrored_variable(4)
+    variable = matplotlib.colors.to_rgb(diagrams.COLORS["variable"])
+    assert sum(p.get_facecolor()[:3] == variable for p in fig.axes[0].patches) == 1 + 4 + 4  # one, copies, updated
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"replicas": 0}, "replicas must be an integer from 1 to 16"),
+    ({"replicas": 2, "devices": ["GPU:0"]}, "one name per replica"),
+])
+def test_mirrored_variable_rejects_bad_input(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        diagrams.mirrored_variable(**kwargs)
+
+
+def test_sync_vs_parameter_servers_side_by_side():
+    fig = diagrams.sync_vs_parameter_servers(workers=3, ps=2)
+    texts = strings(fig)
+    assert "Synchronous: all-reduce" in texts and "Asynchronous: parameter servers" in texts
+    # left: every worker holds all the variables and sends its gradient to one all-reduce
+    assert [t for t in texts if t.startswith("worker ")] == [f"worker {i}" for i in range(3)] * 2
+    assert texts.count("all variables") == 3 and {"g0", "g1", "g2", "all-\nreduce"} <= set(texts)
+    # right: the variables sharded over the ps tasks, a coordinator, workers pulling and pushing on their own
+    assert "ps 0: variables,\nshard 1 of 2" in texts and "ps 1: variables,\nshard 2 of 2" in texts
+    assert "coordinator" in texts
+    assert any("pull variables" in t and "push gradients" in t for t in texts)
+    assert any("A slow worker delays no one" in t.replace("\n", " ") for t in texts)
+    assert any("waits for all" in t.replace("\n", " ") for t in texts)
+    sharded = strings(diagrams.sync_vs_parameter_servers(workers=4, ps=4))
+    assert [t for t in sharded if t.startswith("ps ")] == [f"ps {i}\nshard {i + 1}/4" for i in range(4)]
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"workers": 1}, "workers must be an integer from 2 to 5"),
+    ({"workers": 6}, "workers"),
+    ({"ps": 0}, "ps must be an integer from 1 to 4"),
+    ({"ps": 2.0}, "ps"),
+])
+def test_sync_vs_parameter_servers_rejects_bad_input(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        diagrams.sync_vs_parameter_servers(**kwargs)
 
 
 def test_ring_allreduce_phases_and_traffic():

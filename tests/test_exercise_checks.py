@@ -250,7 +250,7 @@ def test_each_wrong_train_step_is_named_and_undone(strategy, loop, mistake, word
     assert all(np.array_equal(np.array(w), b) for w, b in zip(model.weights, before))
 
 
-def make_evaluate(data, *, scaled=False, compile_it=False):
+def make_evaluate(data, *, scaled=False, compile_it=False, distributed=True):
     per_example = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None)
 
     def evaluate(model, strategy):
@@ -267,7 +267,7 @@ def make_evaluate(data, *, scaled=False, compile_it=False):
             loss.update_state(tf.nn.compute_average_loss(losses, global_batch_size=GLOBAL_BATCH) if scaled else losses)
             accuracy.update_state(labels, logits)
 
-        for batch in strategy.experimental_distribute_dataset(data):
+        for batch in strategy.experimental_distribute_dataset(data) if distributed else data:
             strategy.run(replica_step, args=batch)
         return {"loss": float(loss.result()), "accuracy": float(accuracy.result())}
     return evaluate
@@ -285,6 +285,14 @@ def test_evaluate_right_and_wrong(strategy, loop):
         checks.check_evaluate(make_evaluate(data, compile_it=True), model, strategy, data)
 
 
+def test_a_test_set_not_distributed_is_caught_though_its_numbers_are_right(strategy, loop):
+    model, _, _, data = loop  # every replica evaluates every example: the same mean, twice the work
+    with pytest.raises(checks.CheckFailed, match=r"128 predictions for the 64 test examples.*experimental_distribute"):
+        checks.check_evaluate(make_evaluate(data, distributed=False), model, strategy, data)
+    single = tf.distribute.OneDeviceStrategy("/cpu:0")
+    assert "right" in checks.check_evaluate(make_evaluate(data, distributed=False), model, single, data)
+
+
 def test_the_epoch_loop_ran_every_step_and_saved_the_end(tmp_path, strategy, loop):
     model, optimizer, accuracy, data = loop
     checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer)
@@ -297,6 +305,9 @@ def test_the_epoch_loop_ran_every_step_and_saved_the_end(tmp_path, strategy, loo
             step(batch)
     with pytest.raises(checks.CheckFailed, match="The manager saved nothing"):
         checks.check_loop_trained(model, optimizer, manager, [1.0, 1.0], epochs=2, steps_per_epoch=4)
+    manager.save()  # once, after training: the epochs before it are not saved
+    with pytest.raises(checks.CheckFailed, match=r"saved 1 time\(s\) in 2 epochs: call manager.save\(\) once"):
+        checks.check_loop_trained(model, optimizer, manager, [1.0, 1.0], 2, 4)
     manager.save()
     assert "2 epochs of 4 steps" in checks.check_loop_trained(model, optimizer, manager, [1.0, 1.0], 2, 4)
     with pytest.raises(checks.CheckFailed, match="from_loop is the model that was trained"):
@@ -318,6 +329,11 @@ def test_a_resumed_optimizer_holds_the_step_and_the_moments(trained):
     assert "resumes at step 1 with its 16 moments" in checks.check_resumed(resumed, prefix, 1)
     with pytest.raises(checks.CheckFailed, match="is at step 1, but the loop's last checkpoint holds step 5"):
         checks.check_resumed(resumed, prefix, 5)
+    left_out = keras.optimizers.Adam()  # built, but not in the checkpoint object: nothing restores it
+    left_out.build(fresh.trainable_variables)
+    tf.train.Checkpoint(model=fresh).restore(prefix).expect_partial()
+    with pytest.raises(checks.CheckFailed, match=r"at step 0: the restore did not reach it.*optimizer=resumed_opt"):
+        checks.check_resumed(left_out, prefix, 1)
 
 
 def test_a_training_accuracy_never_reset_is_named(strategy, loop, tmp_path):
@@ -327,8 +343,153 @@ def test_a_training_accuracy_never_reset_is_named(strategy, loop, tmp_path):
     for _ in range(2):  # two epochs, the metric never reset
         for batch in strategy.experimental_distribute_dataset(data):
             step(batch)
-    manager.save()
+        manager.save()
     with pytest.raises(checks.CheckFailed, match=r"counted 128 examples, more than one epoch's 64: reset it"):
         checks.check_loop_trained(model, optimizer, manager, [1.0, 1.0], 2, 4, accuracy, 64)
     accuracy.reset_state()
     assert "right" in checks.check_loop_trained(model, optimizer, manager, [1.0, 1.0], 2, 4, accuracy, 64)
+
+
+
+# ---- the tf.data chain (exercise 1) and what each replica trains on (exercise 7)
+
+
+@pytest.fixture(scope="module")
+def stored():
+    """A split as datasets.load gives it: uint8 images, labels in stored order (balanced, so runs repeat)."""
+    rng = np.random.default_rng(1)
+    images = rng.integers(0, 256, (96, *SHAPE), dtype=np.uint8)
+    labels = rng.permutation(np.arange(96) % 10)
+    return type("Split", (), {"dataset": tf.data.Dataset.from_tensor_slices((images, labels)), "num_examples": 96})()
+
+
+def scale(image, label):
+    return tf.cast(image, tf.float32) / 255.0, label
+
+
+def make_dataset_variant(*, batch=GLOBAL_BATCH, scaled=True, drop=True, shuffle=True, shuffle_batches=False,
+                         seed=0, test_drop=False):
+    """The exercise's make_dataset, or one of the classic wrong ones."""
+    def make_dataset(data, training):
+        ds = data.dataset.map(scale) if scaled else data.dataset
+        if training and shuffle and not shuffle_batches:
+            ds = ds.shuffle(1000, seed=seed)
+        ds = ds.batch(batch, drop_remainder=drop if training else test_drop)
+        return ds.shuffle(100, seed=seed) if training and shuffle_batches else ds
+    return make_dataset
+
+
+def test_the_right_pipeline_passes_and_the_stored_labels_are_read(stored):
+    assert "right" in checks.check_pipeline(make_dataset_variant(), stored, stored, GLOBAL_BATCH)
+    assert len(checks.stored_labels(stored)) == 96
+
+
+def test_batches_shuffled_instead_of_examples_are_named_wherever_they_start():
+    stored_order = np.arange(64) % 10
+    assert "not shuffled" in checks.shuffle_problem(stored_order[:16], stored_order, 16)
+    later = checks.shuffle_problem(stored_order[32:48], stored_order, 16)
+    assert "from example 32): the batches were shuffled" in later
+    assert checks.shuffle_problem(np.random.default_rng(0).permutation(stored_order)[:16], stored_order, 16) is None
+
+
+@pytest.mark.parametrize("mistake, words", [
+    ({"batch": 8}, r"batches of 8 examples, not the global batch of 16: batch by GLOBAL_BATCH"),
+    ({"scaled": False}, r"uint8 .*not floats in \[0, 1\]: map pipeline.scale_image"),
+    ({"drop": False}, r"drop_remainder=True for training"),
+    ({"shuffle": False}, r"not shuffled\. Shuffle before batching"),
+    ({"shuffle_batches": True}, r"Shuffle before batching"),  # "not shuffled" when batch 0 comes first
+    ({"seed": None}, r"different orders: give the shuffle a seed"),
+    ({"test_drop": True}, r"drop_remainder=True dropped the test set's last examples"),
+])
+def test_each_wrong_pipeline_is_named(stored, mistake, words):
+    with pytest.raises(checks.CheckFailed, match=words):
+        checks.check_pipeline(make_dataset_variant(**mistake), stored, stored, GLOBAL_BATCH)
+
+
+def _feed(strategy, stored, how):
+    """dist_train as the exercise makes it, or as the classic wrong answers do."""
+    make = make_dataset_variant(shuffle=how != "unshuffled")
+    if how in ("right", "unshuffled"):
+        return strategy.experimental_distribute_dataset(make(stored, True))
+    if how == "not distributed":
+        return make(stored, True)
+    if how == "per-replica batch":
+        return strategy.experimental_distribute_dataset(make_dataset_variant(batch=GLOBAL_BATCH // 2)(stored, True))
+    if how == "global batch per replica":  # a dataset function that batches by the global batch
+        return strategy.distribute_datasets_from_function(lambda ctx: make(stored, True))
+    if how == "unscaled":
+        return strategy.experimental_distribute_dataset(make_dataset_variant(scaled=False)(stored, True))
+    if how == "same data":  # every replica handed the same half of each batch
+        batches = list(make(stored, True))
+        half = GLOBAL_BATCH // 2
+        return [strategy.experimental_distribute_values_from_function(lambda ctx, b=b: (b[0][:half], b[1][:half]))
+                for b in batches]
+    raise ValueError(how)
+
+
+def _namespace(feed, step=None):
+    """The notebook's globals: train_epoch calls whatever train_step names at call time, as a notebook does."""
+    ns = {"train_step": step or (lambda batch: tf.constant(1.0))}
+
+    def train_epoch():
+        total, steps = tf.constant(0.0), 0
+        for batch in feed:
+            total += ns["train_step"](batch)
+            steps += 1
+        return float(total) / steps, 0.0
+    ns["train_epoch"] = train_epoch
+    return ns
+
+
+def test_the_right_feed_passes_and_train_step_is_put_back(strategy, stored):
+    ns = _namespace(_feed(strategy, stored, "right"))
+    real = ns["train_step"]
+    message = checks.check_replicas_fed(ns, strategy, GLOBAL_BATCH, 96 // GLOBAL_BATCH, checks.stored_labels(stored))
+    assert "split 2 ways" in message and ns["train_step"] is real
+
+
+@pytest.mark.parametrize("how, words", [
+    ("not distributed", r"not distributed: strategy.run then hands EVERY replica the whole batch.*2 times too large"),
+    ("per-replica batch", r"split one global batch of 16 .*batched by PER_REPLICA_BATCH, not by GLOBAL_BATCH"),
+    ("global batch per replica", r"each of the 2 replicas got a whole global batch of 16 .*get_per_replica_batch_size"),
+    ("same data", r"Every replica got the same 8 examples"),
+    ("unscaled", r"not scaled to \[0, 1\]"),
+    ("unshuffled", r"not shuffled.*experimental_distribute_dataset"),
+])
+def test_each_wrong_feed_is_named(strategy, stored, how, words):
+    ns = _namespace(_feed(strategy, stored, how))
+    with pytest.raises(checks.CheckFailed, match=words):
+        checks.check_replicas_fed(ns, strategy, GLOBAL_BATCH, 96 // GLOBAL_BATCH, checks.stored_labels(stored))
+
+
+def test_a_feed_check_names_an_epoch_that_never_calls_train_step_or_raises(strategy, stored):
+    ns = _namespace([])
+    ns["train_epoch"] = lambda: (0.0, 0.0)  # an epoch that never calls train_step
+    with pytest.raises(checks.CheckFailed, match="never called train_step"):
+        checks.check_replicas_fed(ns, strategy, GLOBAL_BATCH, 6)
+    ns["train_epoch"] = lambda: undefined_name  # noqa: F821
+    with pytest.raises(checks.CheckFailed, match=r"train_epoch\(\), run with a stand-in .* raised NameError"):
+        checks.check_replicas_fed(ns, strategy, GLOBAL_BATCH, 6)
+
+
+def test_a_never_reset_accuracy_is_named_before_the_feed_is_looked_at(strategy, stored, loop):
+    model, optimizer, accuracy, data = loop
+    step = make_train_step(strategy, model, optimizer, accuracy)
+    for _ in range(2):
+        for batch in strategy.experimental_distribute_dataset(data):
+            step(batch)
+    ns = _namespace(_feed(strategy, stored, "right"))
+    with pytest.raises(checks.CheckFailed, match=r"counted 128 examples, more than one epoch's 64: reset it"):
+        checks.check_replicas_fed(ns, strategy, GLOBAL_BATCH, 6, None, accuracy, 64)
+
+
+def test_a_step_without_strategy_run_gets_the_fix(strategy, loop):
+    model, optimizer, accuracy, data = loop
+
+    @tf.function
+    def train_step(batch):  # the replica step called directly on per-replica values
+        images, labels = batch
+        return tf.reduce_mean(model(images))
+    with pytest.raises(checks.CheckFailed, match=r"raised ValueError: it was called on per-replica values .*"
+                                                 r"strategy.run\(replica_step, args=batch\)"):
+        checks.check_train_step(train_step, model, optimizer, strategy, data, accuracy)

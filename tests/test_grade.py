@@ -4,9 +4,10 @@ and CSV say, per check, ok or the message the student saw.
 A two-exercise assignment in plain Python tests the grader itself in seconds (scores, the layouts, an edited
 check put back, the smoke parameters, the CSV). The last test grades notebook 07 itself: the solution passes
 every check, the unanswered exercise none ("not answered yet"), and each classic mistake gets the message that
-names it. It executes notebook 07 four times, so ``tasks.py test`` leaves it out (marker ``smoke_run``; nbval
-runs 07 once there, and ``tests/test_exercise_checks.py`` gives each check the mistakes); run it with
-``pytest tests/test_grade.py -m smoke_run``."""
+names it (one notebook per group of mistakes, ``exercise_mistakes.TOGETHER``: 11 groups, about 30 s each in
+the smoke setting). It executes notebook 07 thirteen times, so ``tasks.py test`` leaves it out (marker
+``smoke_run``; nbval runs 07 once there, and ``tests/test_exercise_checks.py`` gives each check the mistakes);
+run it with ``pytest tests/test_grade.py -m smoke_run``."""
 
 from __future__ import annotations
 
@@ -41,7 +42,31 @@ def test_every_mistake_edits_the_solution_once():
     for name in exercise_mistakes.MISTAKES:
         exercise_mistakes.with_mistakes([name])  # raises when a solution edit no longer matches
     grouped = [name for group in exercise_mistakes.TOGETHER for name in group]
-    assert len(grouped) == len(set(grouped)) and set(grouped) <= set(exercise_mistakes.MISTAKES)
+    assert len(grouped) == len(set(grouped)) and set(grouped) == set(exercise_mistakes.MISTAKES), "one group each"
+
+
+@pytest.mark.parametrize("group", exercise_mistakes.TOGETHER, ids=lambda g: g[0])
+def test_a_group_of_mistakes_can_blame_each_one(group):
+    """One notebook per group: one mistake per answer, and no mistake breaks the check that blames another."""
+    mistakes = [exercise_mistakes.MISTAKES[name] for name in group]
+    assert len({m.answer for m in mistakes}) == len(mistakes), "two mistakes in one answer"
+    for name, mistake in zip(group, mistakes):
+        others = {m.check for m in mistakes if m is not mistake}
+        assert not others & set(mistake.also), f"{name} also fails {others & set(mistake.also)}"
+
+
+def test_every_answer_has_mistakes_and_every_check_catches_one():
+    """The answers a student writes each have their classic wrong ones, and each graded check catches one."""
+    solution = nbformat.read(ROOT / "solutions" / "07_svhn.ipynb", as_version=4)
+    graded = {c.metadata["nbgrader"]["grade_id"]: c for c in solution.cells
+              if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade_id")}
+    answers = {g for g, c in graded.items() if c.metadata["nbgrader"].get("solution")}
+    checks = {g for g, c in graded.items() if c.metadata["nbgrader"].get("grade")}
+    mistakes = exercise_mistakes.MISTAKES.values()
+    assert answers == {m.answer for m in mistakes}
+    assert checks == {m.check for m in mistakes}
+    per_answer = {a: sum(m.answer == a for m in mistakes) for a in answers}
+    assert all(n >= 2 for a, n in per_answer.items() if a not in ("build_in_scope", "one_device")), per_answer
 
 
 def _toy_assignment(folder):

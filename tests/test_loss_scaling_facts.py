@@ -1,4 +1,5 @@
-"""What notebooks 02 and 03 teach about loss scaling, checked against the installed Keras and TensorFlow.
+"""What notebooks 02 and 03 (and their deeper notebooks) teach about loss scaling, checked against the
+installed Keras and TensorFlow.
 
 When a test here fails, Keras or TensorFlow changed what the notebooks teach: update the notebook named
 in the test, then the test.
@@ -90,12 +91,12 @@ def test_keras3_loss_in_a_replica_is_divided_by_the_replica_count(uneven):
 
 
 def test_keras3_fit_weighs_replicas_equally_on_an_uneven_last_batch(uneven):
-    """Notebook 03: on a last batch split 2 + 1, fit's step is recipe (b), not the one-device gradient."""
+    """Deeper notebook 03, section 3: on a last batch split 2 + 1, fit's step is recipe (b), not one device's."""
     assert uneven["start_gap"] < 1e-5, "the even first batch gave different weights: the comparison is off"
     np.testing.assert_allclose(uneven["fit_two"], uneven["replicas_equal"], atol=1e-5)
     np.testing.assert_allclose(uneven["fit_one"], uneven["examples_equal"], atol=1e-5)
     gap = np.abs(uneven["fit_two"] - uneven["fit_one"]).max()
-    assert gap > 1e-3, "fit on 2 replicas now weighs examples equally: notebooks 02 and 03 say it does not"
+    assert gap > 1e-3, "fit on 2 replicas now weighs examples equally: notebook 03 says it does not"
 
 
 def test_keras3_fit_logs_the_mean_loss_over_the_examples(uneven):
@@ -110,7 +111,8 @@ def first_step(optimizer, gradient: np.ndarray) -> np.ndarray:
 
 
 def test_sgd_steps_scale_with_the_gradient_and_adam_steps_nearly_do_not():
-    """Notebook 03, bug (a): SGD takes an N-times step; Adam cancels a constant factor except near its epsilon.
+    """Deeper notebook 03, section 2, bug (a): SGD takes an N-times step; Adam cancels a constant factor
+    except near its epsilon.
 
     Keras' Adam adds epsilon after the bias correction, so at step t it acts as
     epsilon / sqrt(1 - beta_2**t): about 3.2e-6 at the first step for the defaults (1e-7, 0.999). Its first

@@ -39,12 +39,16 @@ def test_default_and_smoke_values_pass(notebook):
     ("notebooks/04_single_vs_multi_device.ipynb", {"NUM_DEVICES": 3, "LIMIT": 2304}),  # test batches: 3 x 166
     ("notebooks/04_single_vs_multi_device.ipynb", {"NUM_DEVICES": 3, "LIMIT": 2304, "TEST_LIMIT": 255}),
     ("notebooks/02_mirrored_strategy_fit.ipynb", {"NUM_DEVICES": 3, "TEST_LIMIT": 10_000 - 16 + 3}),
+    ("notebooks/02_mirrored_strategy_fit.ipynb", {"NUM_DEVICES": 3, "LR_SCALE": 4}),  # section 5's batch: 768
+    ("notebooks/deeper/02_inside_fit.ipynb", {"NUM_DEVICES": 3}),
     ("notebooks/04_single_vs_multi_device.ipynb", {"NUM_DEVICES": 3, "LIMIT": 59_904}),
     ("notebooks/05_multi_worker.ipynb", {"WORKERS": 3}),
     ("notebooks/06_parameter_servers.ipynb", {"WORKERS": 3, "PER_STEP_BATCH": 99}),
     ("solutions/07_svhn.ipynb", {"NUM_DEVICES": 3, "TEST_LIMIT": 1000}),
     ("notebooks/01_strategies_overview.ipynb", {"NUM_DEVICES": 3}),
     ("notebooks/03_custom_training_loop.ipynb", {"NUM_DEVICES": 4, "TRAIN_REPLICAS": None}),
+    ("notebooks/03_custom_training_loop.ipynb", {"TEST_LIMIT": 130}),  # a last test batch of 2: one example each
+    ("notebooks/deeper/03_loss_scaling_and_loop_speed.ipynb", {"NUM_DEVICES": 4, "TRAIN_REPLICAS": None}),
     ("notebooks/08_slurm.ipynb", {"WORKERS": 1, "NODES": 1}),
 ])
 def test_other_device_and_worker_counts_that_work_pass(notebook, values):
@@ -86,10 +90,25 @@ def test_other_device_and_worker_counts_that_work_pass(notebook, values):
      "the page's loop test set, min(TEST_LIMIT, LIMIT // 6), = 4: the last batch would be 1 example"),
     ("notebooks/04_single_vs_multi_device.ipynb", {"SWEEP_IMAGES": 128}, "Use SWEEP_IMAGES >= 256"),
     ("notebooks/02_mirrored_strategy_fit.ipynb", {"EPOCHS": 3}, "Use EPOCHS >= 4"),
+    ("notebooks/02_mirrored_strategy_fit.ipynb", {"LR_SCALE": 128},
+     "LR_SCALE * PER_REPLICA_BATCH * NUM_DEVICES = 16384 is more than LR_IMAGES = 12000"),
+    ("notebooks/02_mirrored_strategy_fit.ipynb", {"LIMIT": 1000}, "is more than LIMIT = 1000"),  # section 5: 1,024
+    ("notebooks/02_mirrored_strategy_fit.ipynb", {"NUM_DEVICES": 3, "LR_IMAGES": 1537},
+     "LR_IMAGES = 1537: the last batch would be 1 example"),
+    ("notebooks/deeper/02_inside_fit.ipynb", {"TEST_LIMIT": 129},
+     "TEST_LIMIT = 129: the last batch would be 1 example"),
+    ("notebooks/deeper/02_inside_fit.ipynb", {"EPOCHS": 1}, "Use EPOCHS >= 2"),
     ("notebooks/05_multi_worker.ipynb", {"EPOCHS": 2}, "the fault is placed in the second-to-last epoch"),
     ("notebooks/05_multi_worker.ipynb", {"WORKERS": 1}, "Use WORKERS >= 2"),
     ("notebooks/06_parameter_servers.ipynb", {"WORKERS": 1}, "worker 1 is killed while another keeps training"),
     ("notebooks/03_custom_training_loop.ipynb", {"NUM_DEVICES": 2, "TRAIN_REPLICAS": 2}, "Use NUM_DEVICES >= 3"),
+    ("notebooks/03_custom_training_loop.ipynb", {"TEST_LIMIT": 129},
+     "TEST_LIMIT = 129: the last batch would be 1 example, which leaves some of the TRAIN_REPLICAS = 2 replicas none"),
+    ("notebooks/03_custom_training_loop.ipynb", {"LIMIT": 100}, "Use LIMIT >= 128"),
+    ("notebooks/deeper/03_loss_scaling_and_loop_speed.ipynb", {"NUM_DEVICES": 2, "TRAIN_REPLICAS": 2},
+     "Use NUM_DEVICES >= 3"),
+    ("notebooks/deeper/03_loss_scaling_and_loop_speed.ipynb", {"SMALL_PER_REPLICA_BATCH": 128}, "in increasing order"),
+    ("notebooks/deeper/03_loss_scaling_and_loop_speed.ipynb", {"TRAIN_REPLICAS": 2, "LIMIT": 64}, "Use LIMIT >= 128"),
     ("notebooks/05b_network_links.ipynb", {"SLOW": "10gbit"}, "SLOW = '10gbit' is not one of RATES"),
     ("notebooks/05b_network_links.ipynb", {"SCALING_BATCHES": [128, 32]}, "in increasing order"),
     ("notebooks/06_parameter_servers.ipynb", {"STEPS": 39}, "Use STEPS >= 40"),

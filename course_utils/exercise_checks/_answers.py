@@ -44,7 +44,11 @@ def student_error(err: BaseException, what: str) -> CheckFailed:
              if "ipykernel" in frame.filename or frame.filename.startswith("<ipython")]
     place = f" (notebook line: `{where[-1].line.strip()}`)" if where and where[-1].line else ""
     hint = ""
-    if "positional argument" in text:
+    if "PerReplica" in text or "DistributedValues" in text:  # a distributed value used outside strategy.run
+        last = "it was called on per-replica values (PerReplica)"
+        hint = (" A distributed batch holds one part per replica, which only strategy.run unpacks: run the replica "
+                "step on every replica with strategy.run(replica_step, args=batch), then strategy.reduce its losses.")
+    elif "positional argument" in text:
         hint = " " + ARGS_HINT
     elif isinstance(err, NameError):
         hint = " Run the cells above this one first (Run > Run All Above Selected Cell)."

@@ -123,6 +123,10 @@ def check_resumed(optimizer, checkpoint, trained_steps: int, optimizer_name: str
             f"state has nothing to fill (assert_consumed() says so). Build it first ({optimizer_name}.build("
             "model.trainable_variables)), then restore, then call .assert_consumed() on the status.")
     steps = int(optimizer.iterations.numpy())
+    if steps == 0 and trained_steps:
+        raise CheckFailed(f"{optimizer_name} is at step 0: the restore did not reach it. Put it in the checkpoint "
+                          "object under the keyword the loop saved it with: tf.train.Checkpoint(model=..., "
+                          f"optimizer={optimizer_name}), then restore and call .assert_consumed() on the status.")
     if steps != trained_steps:
         raise CheckFailed(f"{optimizer_name} is at step {steps}, but the loop's last checkpoint holds step "
                           f"{trained_steps}: restore that checkpoint, and do not train before checking.")

@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
+
 from ._answers import CheckFailed
 from ._disk import check_restored, is_legacy_full_model, remember_trained
 
@@ -85,3 +87,72 @@ def check_saved(model, path, how: str) -> str:
     message = check_restored(model, path).replace("restored", "saved")
     remember_trained(model)
     return message
+
+
+def stored_labels(data) -> np.ndarray:
+    """The labels of a loaded split (``datasets.load``'s ``LoadedData`` or a ``tf.data`` dataset of (image, label)
+    pairs) in the order they are stored: what an unshuffled pipeline would yield."""
+    dataset = getattr(data, "dataset", data)
+    return np.concatenate([labels.numpy() for labels in dataset.map(lambda _, y: y).batch(8192)])
+
+
+def shuffle_problem(first_labels, stored, global_batch: int) -> str | None:
+    """What is wrong with the order of a training pipeline's first batch, or None: ``first_labels`` are its
+    labels, ``stored`` the split's labels in stored order. A batch equal to a run of ``global_batch`` stored
+    examples was never shuffled (the first run) or was batched before shuffling (any run at a multiple)."""
+    first = np.asarray(first_labels)
+    n = len(first)
+    for start in range(0, len(stored) - n + 1, n if n else 1):
+        if np.array_equal(stored[start:start + n], first):
+            if start == 0:
+                return ("The first training batch holds the first examples in stored order: the training set is not "
+                        "shuffled. Shuffle before batching: .shuffle(10_000, seed=0).batch(GLOBAL_BATCH, ...).")
+            return (f"The first training batch is a run of {n} consecutive stored examples (from example {start}): "
+                    "the batches were shuffled, not the examples. Shuffle before batching: "
+                    ".shuffle(10_000, seed=0).batch(GLOBAL_BATCH, ...).")
+    return None
+
+
+def _labels(batch):
+    return batch[1].numpy() if isinstance(batch, (tuple, list)) else None
+
+
+def check_pipeline(make_dataset, train, test, global_batch: int) -> str:
+    """``make_dataset(data, training)`` gives what the exercise's runs need: training batches all of
+    ``global_batch`` scaled images (``drop_remainder``), shuffled example by example with a fixed seed (every
+    run sees the same order), and a test set that keeps every example."""
+    from ._answers import student_error  # noqa: PLC0415
+
+    try:
+        train_ds, test_ds = make_dataset(train, training=True), make_dataset(test, training=False)
+        first, again = next(iter(train_ds)), next(iter(make_dataset(train, training=True)))
+    except Exception as err:
+        raise student_error(err, "make_dataset(train, training=True)") from err
+    if not isinstance(first, (tuple, list)) or len(first) != 2:
+        raise CheckFailed("make_dataset must yield (images, labels) pairs: keep the pairs of data.dataset, and "
+                          "map pipeline.scale_image over them.")
+    images = first[0]
+    size = int(images.shape[0])
+    if size != global_batch:
+        raise CheckFailed(f"make_dataset(train, training=True) yields batches of {size} examples, not the global batch "
+                          f"of {global_batch}: batch by GLOBAL_BATCH. The strategy splits each global batch across "
+                          "the replicas.")
+    if images.dtype.is_integer or float(images.numpy().max()) > 1.0:
+        raise CheckFailed(f"The training images are {images.dtype.name} up to {float(images.numpy().max()):g}, not "
+                          "floats in [0, 1]: map pipeline.scale_image over the dataset first.")
+    if train_ds.element_spec[0].shape[0] != global_batch:
+        raise CheckFailed("The training batches may end with a smaller one (their size is not fixed): batch with "
+                          "drop_remainder=True for training, so that every step divides by the same global batch.")
+    problem = shuffle_problem(_labels(first), stored_labels(train), global_batch)
+    if problem:
+        raise CheckFailed(problem)
+    if not (_labels(first) == _labels(again)).all():
+        raise CheckFailed("Two training pipelines made the same way give their examples in different orders: give "
+                          "the shuffle a seed (.shuffle(10_000, seed=0)), so that every run trains on the same order "
+                          "and the runs can be compared.")
+    if test_ds.element_spec[0].shape[0] is not None:
+        raise CheckFailed("The test batches all have a fixed size: drop_remainder=True dropped the test set's last "
+                          "examples. Keep them (drop_remainder only for training): a test accuracy counts every "
+                          "example.")
+    return (f"make_dataset: shuffled (seeded) training batches of {global_batch} scaled images, every test "
+            "example kept: right")

@@ -150,15 +150,49 @@ def _reference(model, dataset) -> tuple[float, float, int]:
     return float(losses.mean()), float(correct.mean()), len(losses)
 
 
+class _Counting:
+    """A model as ``evaluate`` calls it, counting the examples it is called on, summed over the replicas (a
+    sync-on-read variable made in the strategy's scope); anything else is the model's own."""
+
+    def __init__(self, model, strategy):
+        import tensorflow as tf  # noqa: PLC0415
+
+        self._model = model
+        with strategy.scope():
+            self._seen = tf.Variable(0.0, trainable=False, synchronization=tf.VariableSynchronization.ON_READ,
+                                     aggregation=tf.VariableAggregation.SUM)
+
+    def __call__(self, images, *args, **kwargs):
+        import tensorflow as tf  # noqa: PLC0415
+
+        self._seen.assign_add(tf.cast(tf.shape(images)[0], tf.float32))
+        return self._model(images, *args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._model, name)
+
+    @property
+    def seen(self) -> int:
+        return int(float(self._seen.read_value()))
+
+
 def check_evaluate(evaluate, model, strategy, dataset) -> str:
     """``evaluate(model, strategy)`` returns ``{"loss": ..., "accuracy": ...}`` equal to the mean test
-    cross-entropy and accuracy of ``model`` on ``dataset``, computed here without any strategy."""
+    cross-entropy and accuracy of ``model`` on ``dataset``, computed here without any strategy, and its
+    replicas together saw each test example once (a test set not distributed gives every replica all of it)."""
     want_loss, want_accuracy, n = _reference(model, dataset)
     compiled = getattr(model, "compiled", False)
+    counting = _Counting(model, strategy)
     try:
-        result = evaluate(model, strategy)
+        result = evaluate(counting, strategy)
     except Exception as err:
         raise student_error(err, "evaluate(model, strategy)") from err
+    replicas = strategy.num_replicas_in_sync
+    if replicas > 1 and counting.seen == replicas * n:
+        raise CheckFailed(
+            f"evaluate's replicas computed {counting.seen} predictions for the {n} test examples: every replica got "
+            "every test batch, so each example was evaluated once per replica (the test set was not distributed). "
+            "Loop over strategy.experimental_distribute_dataset(test_ds) and run the replica step with strategy.run.")
     if getattr(model, "compiled", False) and not compiled:
         raise CheckFailed("evaluate compiled the model (Keras' evaluate): write the test step yourself, as the "
                           "loop trains: metrics created in strategy.scope(), a step run with strategy.run.")
@@ -172,7 +206,6 @@ def check_evaluate(evaluate, model, strategy, dataset) -> str:
             f"evaluate's accuracy is {accuracy:.4f}, the model's on the {n} test examples is {want_accuracy:.4f}: "
             "update a SparseCategoricalAccuracy (created in the strategy's scope) with every replica's labels and "
             "logits, over every batch, and return its result().")
-    replicas = strategy.num_replicas_in_sync
     if not _close(loss, want_loss, 1e-3):
         scaled = replicas > 1 and _close(loss * replicas, want_loss, 2e-2)
         raise CheckFailed(
@@ -196,12 +229,13 @@ def check_loop_trained(model, optimizer, manager, loop_rates, epochs: int, steps
                           "once per epoch, and run the loop cell once (re-running it trains further).")
     if len(loop_rates) != epochs:
         raise CheckFailed(f"loop_rates holds {len(loop_rates)} values: append one (images/s of that epoch) per epoch.")
-    if accuracy is not None and examples_per_epoch and (counted := _count(accuracy)) > examples_per_epoch:
-        raise CheckFailed(f"The training accuracy has counted {counted} examples, more than one epoch's "
-                          f"{examples_per_epoch}: reset it every epoch (train_accuracy.reset_state()), or each "
-                          "epoch's accuracy includes the earlier epochs'.")
+    _check_reset(accuracy, examples_per_epoch)
     if manager.latest_checkpoint is None:
         raise CheckFailed("The manager saved nothing: call manager.save() at the end of every epoch.")
+    saves = manager.latest_checkpoint.rsplit("-", 1)[-1]
+    if saves.isdigit() and int(saves) != epochs:
+        raise CheckFailed(f"The manager saved {int(saves)} time(s) in {epochs} epochs: call manager.save() once at the "
+                          "end of every epoch, inside the epoch loop.")
     try:
         check_restored(model, manager.latest_checkpoint)
     except CheckFailed:
@@ -209,3 +243,10 @@ def check_loop_trained(model, optimizer, manager, loop_rates, epochs: int, steps
                           "call manager.save() after every epoch, the last one included.") from None
     remember_trained(model)
     return f"{epochs} epochs of {steps_per_epoch} steps, the last saved at {manager.latest_checkpoint}: right"
+
+
+def _check_reset(accuracy, examples_per_epoch) -> None:
+    if accuracy is not None and examples_per_epoch and (counted := _count(accuracy)) > examples_per_epoch:
+        raise CheckFailed(f"The training accuracy has counted {counted} examples, more than one epoch's "
+                          f"{examples_per_epoch}: reset it every epoch (train_accuracy.reset_state()), or each "
+                          "epoch's accuracy includes the earlier epochs'.")
