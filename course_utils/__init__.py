@@ -13,6 +13,7 @@ Every notebook
 - :mod:`course_utils.timing`     -- a stopwatch, interleaved repeats, median and spread tables.
 - :mod:`course_utils.plots`      -- training curves, median bars with min-max whiskers, cluster diagrams.
 - :mod:`course_utils.diagrams`   -- the pictures of mechanisms (scaling, a step's timeline, all-reduce), drawn by code.
+- :mod:`course_utils.strategy_diagrams` -- a ``MirroredVariable``'s copies; all-reduce beside parameter servers.
 - :mod:`course_utils.machine`    -- the machine a notebook ran on, in one line.
 - :mod:`course_utils.verdicts`   -- run-dependent conclusions, one short line each, printed by their rule.
 
