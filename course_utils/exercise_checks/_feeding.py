@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._answers import CheckFailed, student_error
+from ._fit import shuffle_problem
 from ._loop import _check_reset
 
 
@@ -23,8 +24,6 @@ DISTRIBUTE_FIX = ("Distribute the training set: dist_train = strategy.experiment
 
 
 def _feed_verdict(batches: list, replicas: int, global_batch: int, steps_per_epoch: int, stored) -> None:
-    from ._fit import shuffle_problem  # noqa: PLC0415
-
     if not batches:
         raise CheckFailed("train_epoch() never called train_step: loop over dist_train and call train_step(batch) on "
                           "every batch (the check replaces train_step for one pass, to see what each replica gets).")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._answers import CheckFailed
+from ._answers import CheckFailed, student_error
 from ._disk import check_restored, is_legacy_full_model, remember_trained
 
 
@@ -113,16 +113,10 @@ def shuffle_problem(first_labels, stored, global_batch: int) -> str | None:
     return None
 
 
-def _labels(batch):
-    return batch[1].numpy() if isinstance(batch, (tuple, list)) else None
-
-
 def check_pipeline(make_dataset, train, test, global_batch: int) -> str:
     """``make_dataset(data, training)`` gives what the exercise's runs need: training batches all of
     ``global_batch`` scaled images (``drop_remainder``), shuffled example by example with a fixed seed (every
     run sees the same order), and a test set that keeps every example."""
-    from ._answers import student_error  # noqa: PLC0415
-
     try:
         train_ds, test_ds = make_dataset(train, training=True), make_dataset(test, training=False)
         first, again = next(iter(train_ds)), next(iter(make_dataset(train, training=True)))
@@ -143,10 +137,10 @@ def check_pipeline(make_dataset, train, test, global_batch: int) -> str:
     if train_ds.element_spec[0].shape[0] != global_batch:
         raise CheckFailed("The training batches may end with a smaller one (their size is not fixed): batch with "
                           "drop_remainder=True for training, so that every step divides by the same global batch.")
-    problem = shuffle_problem(_labels(first), stored_labels(train), global_batch)
+    problem = shuffle_problem(first[1].numpy(), stored_labels(train), global_batch)
     if problem:
         raise CheckFailed(problem)
-    if not (_labels(first) == _labels(again)).all():
+    if not (first[1].numpy() == again[1].numpy()).all():
         raise CheckFailed("Two training pipelines made the same way give their examples in different orders: give "
                           "the shuffle a seed (.shuffle(10_000, seed=0)), so that every run trains on the same order "
                           "and the runs can be compared.")
