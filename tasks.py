@@ -237,6 +237,11 @@ def setup() -> None:
         else:
             say("iproute2 not installed (needs root + apt-get): netlab's tests (outside CI) and notebook 05b's "
                 "measured sections skip")
+    if not shutil.which("shellcheck"):
+        if _apt_install("shellcheck"):
+            say("installed Debian's shellcheck (the tests lint cluster/slurm/'s batch scripts with it)")
+        else:
+            say("shellcheck not installed (needs root + apt-get): the batch scripts' shellcheck test skips")
 
 
 def setup_oldest() -> None:

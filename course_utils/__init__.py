@@ -50,7 +50,9 @@ Every notebook
 
 08 Slurm
 - :mod:`course_utils.slurm`       -- a local one-node Slurm cluster, ``sbatch`` and wait, jobs that never start.
-- :mod:`course_utils.slurm_tasks` -- inside a Slurm task: a resolver for CPU-only nodes, ``TF_CONFIG`` from it.
+- :mod:`course_utils.slurm_tasks` -- inside a Slurm task: the step's layout in Slurm's order, ports, ``TF_CONFIG``.
+- :mod:`course_utils.slurm_hostlist` -- Slurm's compressed host lists and task counts, without TensorFlow.
+- :mod:`course_utils.slurm_gpus`  -- which GPUs a Slurm task uses, from what Slurm set (device cgroups too).
 """
 
 __version__ = "0.1.0"

@@ -358,8 +358,9 @@ def test_two_nodes_in_namespaces_run_notebook_05s_worker_in_slurms_order(tmp_pat
         assert slurm.job_fields(cluster, job.id)["ExitCode"] == "0:0", "Slurm's own record of the job"
         port = slurm_tasks.default_port_base(int(job.id))
         lines = sorted(line for line in job.text().splitlines() if "TF_CONFIG=" in line)
-        assert [line.split(": TF_CONFIG=")[0] for line in lines] == [
-            f"0: task 0 (local 0) at c9:{port}, GPUs none", f"1: task 1 (local 0) at c10:{port}, GPUs none"]
+        assert [line.split(", GPUs")[0] for line in lines] == [
+            f"0: task 0 (local 0) at c9:{port}", f"1: task 1 (local 0) at c10:{port}"]
+        assert all(", GPUs none, 1 CPU(s) of " in line for line in lines), lines  # --cpus-per-task=1 each
         configs = [json.loads(line.split("TF_CONFIG=", 1)[1]) for line in lines]
         assert all(c["cluster"] == {"worker": [f"c9:{port}", f"c10:{port}"]} for c in configs)
         saved = [np.load(tmp_path / "out" / f"weights-worker-{i}.npz") for i in (0, 1)]
@@ -369,6 +370,43 @@ def test_two_nodes_in_namespaces_run_notebook_05s_worker_in_slurms_order(tmp_pat
                          cwd=tmp_path, timeout=120)
     assert_nothing_left(cluster, before)
     assert netlab.existing(prefix) == []
+
+
+@needs_slurm
+@pytest.mark.notebook  # two TensorFlow workers train for minutes
+@pytest.mark.smoke_run  # tasks.py test leaves it out for time (2-4 minutes: Slurm's time limit is in minutes)
+def test_a_job_at_its_time_limit_saves_is_requeued_and_resumes_at_the_saved_step(tmp_path, notebook_data_env):
+    """cluster/slurm/mwms.sbatch with a 2-minute limit: the script's warning 60 s before it (USR1 to the job's
+    steps) reaches the custom loop, every worker saves at the same step and exits 85, the script requeues the
+    job, and the next run resumes at that step. A run may be warned again before the work is done: each
+    resumes where the last saved, until the job completes."""
+    before = slurm_pids()
+    scratch = tmp_path / "tmp"  # the workers' temporary directories: empty again at the end
+    scratch.mkdir()
+    with slurm.local_cluster() as cluster:
+        def start_requeued_job_now(job_id, fields):  # Slurm holds a requeued job back (reason BeginTime)
+            if fields.get("Reason") == "BeginTime":
+                cluster.run("scontrol", "update", f"JobId={job_id}", "StartTime=now")
+
+        job = slurm.submit(ROOT / "cluster" / "slurm" / "mwms.sbatch", cluster, cwd=tmp_path, timeout=900,
+                           options=["--time=2", "--ntasks-per-node=2"],
+                           args=[ROOT / "cluster" / "workers" / "mwms_custom_loop.py", "--epochs", 50, "--limit", 2048,
+                                 "--per-worker-batch", 64, "--out", "out-%j"],
+                           env={"PYTHON": sys.executable, "TMPDIR": str(scratch), "CUDA_VISIBLE_DEVICES": "",
+                                "WARN_SECONDS": "60",
+                                **notebook_data_env}, on_poll=start_requeued_job_now)
+        text = job.text()
+        assert (job.state, job.exit_code) == ("COMPLETED", 0), text
+        restarts = int(slurm.job_fields(cluster, job.id)["Restarts"])
+    saved = [int(s) for s in re.findall(r"^0: worker 0: saved at step (\d+)", text, re.M)]
+    resumed = [int(s) for s in re.findall(r"^0: worker 0: resuming at step (\d+)", text, re.M)]
+    print(f"job {job.id}: {restarts} requeue(s), saved at steps {saved}, resumed at {resumed}")
+    assert restarts >= 1 and len(saved) == restarts and resumed == saved, text
+    assert text.count("the workers saved and exited for a requeue") == restarts
+    assert re.search(r"^1: worker 1: saved at step", text, re.M), "every worker saves at the same step"
+    assert "0: worker 0: done" in text and (tmp_path / f"out-{job.id}" / "checkpoint").is_dir()
+    assert list(scratch.iterdir()) == [], "a worker left a temporary directory"
+    assert_nothing_left(cluster, before)
 
 
 def test_the_notebook_writes_the_repositorys_batch_script():
@@ -385,82 +423,13 @@ def test_mwms_sbatch_script_says_what_changes_on_a_real_cluster():
     assert "course_utils.slurm_tasks tf-config" in text and "TF_CONFIG" in text
 
 
-# --- the resolver (no Slurm needed: a Slurm step is its environment variables) ---------------------
+# --- TensorFlow's resolver (the layout's own tests, without Slurm: tests/test_slurm_tasks.py) ------------
 
 def step(nodelist, tasks_per_node, rank, local, node, ntasks, **more):
     """The variables srun sets in one task of a job step (job 4242)."""
-    return {"SLURM_JOB_ID": "4242", "SLURM_STEP_NODELIST": nodelist, "SLURM_STEP_TASKS_PER_NODE": tasks_per_node,
-            "SLURM_PROCID": str(rank), "SLURM_LOCALID": str(local), "SLURMD_NODENAME": node,
-            "SLURM_STEP_NUM_TASKS": str(ntasks), **more}
-
-
-def test_one_node_two_tasks():
-    found = slurm_tasks.layout(step("node7", "2", 1, 1, "node7", 2), port_base=7000)
-    assert found.tf_config() == {"cluster": {"worker": ["node7:7000", "node7:7001"]},
-                                 "task": {"type": "worker", "index": 1}}
-    assert found.gpus == [] and not found.set_visible_devices
-
-
-@pytest.mark.parametrize("nodelist, hosts", [("c[9-10]", ["c9", "c10"]), ("c[09-10]", ["c09", "c10"]),
-                                             ("gpu-b7,gpu-a12", ["gpu-b7", "gpu-a12"])])
-def test_two_nodes_in_slurms_order_padded_or_not(nodelist, hosts):
-    """Task 0 is on Slurm's first host, whatever sorting the names as strings would give."""
-    for rank, host in enumerate(hosts):
-        found = slurm_tasks.layout(step(nodelist, "1(x2)", rank, 0, host, 2), port_base=7000)
-        assert found.addresses == [f"{h}:7000" for h in hosts] and found.rank == rank
-
-
-def test_block_and_cyclic_layouts_of_two_tasks_on_each_of_two_nodes():
-    block = slurm_tasks.layout(step("c[9-10]", "2(x2)", 2, 0, "c10", 4), port_base=7000)
-    assert block.addresses == ["c9:7000", "c9:7001", "c10:7000", "c10:7001"]
-    cyclic = slurm_tasks.layout(step("c[9-10]", "2(x2)", 1, 0, "c10", 4, SLURM_DISTRIBUTION="cyclic"),
-                                port_base=7000)
-    assert cyclic.addresses == ["c9:7000", "c10:7000", "c9:7001", "c10:7001"] and cyclic.local_rank == 0
-    uneven = slurm_tasks.task_order(["a", "b"], [3, 1], "cyclic")
-    assert uneven == [("a", 0), ("b", 0), ("a", 1), ("a", 2)]
-
-
-def test_a_layout_slurm_contradicts_is_refused_with_what_it_said():
-    with pytest.raises(SystemExit, match="Slurm says this is task 1 of 2, local task 0 on c9, but its block layout"):
-        slurm_tasks.layout(step("c[9-10]", "1(x2)", 1, 0, "c9", 2), port_base=7000)
-    with pytest.raises(SystemExit, match="SLURM_DISTRIBUTION=plane=2: only Slurm's block"):
-        slurm_tasks.layout(step("c9", "2", 0, 0, "c9", 2, SLURM_DISTRIBUTION="plane=2"), port_base=7000)
-    with pytest.raises(SystemExit, match="SLURM_PROCID is not set: run this inside a Slurm job step"):
-        slurm_tasks.layout({"SLURM_STEP_NODELIST": "c9", "SLURM_STEP_TASKS_PER_NODE": "1"})
-
-
-def test_the_default_port_base_comes_from_the_job_id():
-    found = slurm_tasks.layout(step("c9", "2", 0, 0, "c9", 2))
-    base = slurm_tasks.default_port_base(4242)
-    assert found.addresses == [f"c9:{base}", f"c9:{base + 1}"]
-    bases = {slurm_tasks.default_port_base(job) for job in range(10_000, 11_290)}
-    assert len(bases) == 1290 and min(bases) >= 12000 and max(bases) + slurm_tasks.PORTS_PER_JOB <= 32768
-
-
-def test_gpus_as_slurm_gave_them():
-    # --gpus-per-task=1 with two tasks on a node: Slurm sets one device per task; it is kept, not renumbered
-    found = slurm_tasks.layout(step("g1", "2", 1, 1, "g1", 2, CUDA_VISIBLE_DEVICES="3", SLURM_GPUS_PER_TASK="1"),
-                               port_base=7000)
-    assert found.gpus == ["3"] and not found.set_visible_devices
-    # --gpus-per-node=4, two tasks per node, no device list set by Slurm: each task gets its half
-    node = {"SLURM_JOB_GPUS": "0,1,2,3"}
-    assert slurm_tasks.layout(step("g[1-2]", "2(x2)", 3, 1, "g2", 4, **node), port_base=7000).gpus == ["2", "3"]
-    assert slurm_tasks.layout(step("g[1-2]", "2(x2)", 3, 1, "g2", 4, SLURM_GPUS_PER_TASK="1", **node),
-                              port_base=7000).gpus == ["1"]
-    # one GPU-per-node job with a device list Slurm set for the whole node: every task sees it
-    shared = slurm_tasks.layout(step("g1", "2", 0, 0, "g1", 2, CUDA_VISIBLE_DEVICES="0,1"), port_base=7000)
-    assert shared.gpus == ["0", "1"] and not shared.set_visible_devices
-    with pytest.raises(SystemExit, match="1 GPU.s. on this node for 2 tasks: ask Slurm for at least one per task"):
-        slurm_tasks.layout(step("g1", "2", 0, 0, "g1", 2, SLURM_STEP_GPUS="0"), port_base=7000)
-    assert slurm_tasks.layout(step("c1", "2", 0, 0, "c1", 2, CUDA_VISIBLE_DEVICES=""), port_base=7000).gpus == []
-
-
-def test_the_resolver_gives_strategies_this_layout(monkeypatch):
-    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    found = slurm_tasks.resolver(step("c[9-10]", "1(x2)", 1, 0, "c10", 2, SLURM_JOB_GPUS="0,1"), port_base=7000)
-    assert found.cluster_spec().as_dict() == {"worker": ["c9:7000", "c10:7000"]}
-    assert (found.task_type, found.task_id, found.num_accelerators()) == ("worker", 1, {"GPU": 2})
-    assert os.environ["CUDA_VISIBLE_DEVICES"] == "0,1"  # Slurm named the GPUs but set no list
+    return {"SLURM_JOB_ID": "4242", "SLURM_STEP_ID": "0", "SLURM_STEP_NODELIST": nodelist,
+            "SLURM_STEP_TASKS_PER_NODE": tasks_per_node, "SLURM_PROCID": str(rank), "SLURM_LOCALID": str(local),
+            "SLURMD_NODENAME": node, "SLURM_STEP_NUM_TASKS": str(ntasks), **more}
 
 
 def test_upstream_resolver_still_sorts_hosts_as_strings(monkeypatch):
