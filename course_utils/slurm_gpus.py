@@ -4,8 +4,9 @@ The rule (:func:`for_task`):
 
 1. ``CUDA_VISIBLE_DEVICES`` set (Slurm's GPU plugin sets it whenever it gives a step GPUs):
 
-   - Slurm bound GPUs per task (``--gpus-per-task``, ``--gpu-bind``: ``SLURM_GPUS_PER_TASK`` or
-     ``SLURM_GPU_BIND`` is set), or the task is alone on its node: the list is kept as it is. With device
+   - Slurm bound GPUs per task (``--gpus-per-task``, or ``--gpu-bind`` of a kind that gives each task its
+     own: ``single``, ``map_gpu``, ``mask_gpu``), or the task is alone on its node: the list is kept as it
+     is. (A site's default ``--gpu-bind=closest`` binds no GPU to one task.) With device
      cgroups every task then sees its own GPU as ``0``, and that is right.
    - several tasks on the node and no per-task binding (``--gres=gpu:4 --ntasks-per-node=4``): every task
      got the same list, so each takes its share *of that list* by its local rank (``SLURM_LOCALID``): task
@@ -68,10 +69,17 @@ def _share(devices: list[str], local_rank: int, tasks_here: int, said: str) -> l
     return devices[local_rank * per_task:(local_rank + 1) * per_task]
 
 
+def binds_one_gpu_per_task(gpu_bind: str) -> bool:
+    """Whether ``--gpu-bind`` (``SLURM_GPU_BIND``) gives each task GPUs of its own: ``single:N``, ``map_gpu:...``,
+    ``mask_gpu:...`` do; ``closest`` and ``none`` (a site's default, often) leave every task the node's list."""
+    kinds = [part.split(":", 1)[0].strip() for part in gpu_bind.split(",")]
+    return any(kind in ("single", "map_gpu", "mask_gpu") for kind in kinds)
+
+
 def for_task(env: Mapping[str, str], local_rank: int, tasks_here: int, dev: str | os.PathLike = "/dev",
              opener: Callable = os.open) -> Gpus:
     """This task's :class:`Gpus`, by the rule in the module's docstring."""
-    bound = bool(env.get("SLURM_GPUS_PER_TASK") or env.get("SLURM_GPU_BIND"))
+    bound = bool(env.get("SLURM_GPUS_PER_TASK")) or binds_one_gpu_per_task(env.get("SLURM_GPU_BIND", ""))
     visible = env.get("CUDA_VISIBLE_DEVICES")
     if visible is not None:
         devices = [] if visible.strip() in NO_DEVICES else [d.strip() for d in visible.split(",")]

@@ -50,7 +50,9 @@ def test_three_batch_scripts_each_warn_and_requeue():
 def test_the_gpu_scripts_ask_for_gpus_cores_and_memory_together():
     whole_node = sbatch_options(SLURM_DIR / "mwms-gpu.sbatch")
     assert (whole_node["ntasks-per-node"], whole_node["gpus-per-node"]) == ("1", "4")
-    assert "cpus-per-gpu" in whole_node and "mem-per-gpu" in whole_node and "cpus-per-task" not in whole_node
+    # one task per node: all the node's cores as --cpus-per-task, which srun is given exactly (with
+    # --cpus-per-gpu and a default --cpus-per-task of 1, how the task is bound depends on version and site)
+    assert "cpus-per-task" in whole_node and "mem-per-gpu" in whole_node and "cpus-per-gpu" not in whole_node
     per_gpu = sbatch_options(SLURM_DIR / "mwms-gpu-per-task.sbatch")
     assert (per_gpu["ntasks-per-node"], per_gpu["gpus-per-task"]) == ("4", "1") and "mem-per-gpu" in per_gpu
     text = (SLURM_DIR / "mwms-gpu-per-task.sbatch").read_text()
@@ -73,7 +75,8 @@ def fake_slurm(tmp_path: Path, srun_exit: int) -> Path:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for name, then in (("srun", f"sleep ${{SRUN_SECONDS:-0}}; exit {srun_exit}"), ("scontrol", "exit 0"),
-                       ("scancel", "exit 0"), ("squeue", 'echo "${SQUEUE_END:-N/A}"')):
+                       ("scancel", "exit 0"), ("squeue", 'if [ "${SLURM_TIME_FORMAT:-standard}" = standard ]; then echo "${SQUEUE_END:-N/A}"; '
+                                  'else date -d "${SQUEUE_END:-now}" +"$SLURM_TIME_FORMAT"; fi')):
         (bin_dir / name).write_text(f'#!/bin/sh\necho "${{0##*/}} $*" >> {tmp_path}/calls\n{then}\n')
         (bin_dir / name).chmod(0o755)
     return bin_dir
@@ -123,6 +126,10 @@ def test_the_script_warns_the_workers_itself_before_each_runs_time_limit(tmp_pat
 
     done, calls = run_script(tmp_path / "warned", WARN_SECONDS="100", SQUEUE_END=in_seconds(101), SRUN_SECONDS="2.5")
     assert done.returncode == 0 and "scancel --signal=USR1 4242" in calls, calls
+    # a user's own SLURM_TIME_FORMAT (squeue prints times in it) must not keep the warning from being sent
+    done, calls = run_script(tmp_path / "formatted", WARN_SECONDS="100", SQUEUE_END=in_seconds(101), SRUN_SECONDS="2.5",
+                             SLURM_TIME_FORMAT="%d.%m. %H:%M:%S")
+    assert done.returncode == 0 and "scancel --signal=USR1 4242" in calls, (calls, done.stderr)
     done, calls = run_script(tmp_path / "quick", WARN_SECONDS="100", SQUEUE_END=in_seconds(101))
     time.sleep(2)  # past the warning's time: the script stopped its timer when srun ended
     assert not (tmp_path / "quick" / "calls").read_text().count("scancel"), "no warning after srun has ended"

@@ -53,6 +53,11 @@ def cpu_quantity(value: str) -> float:
     return float(value[:-1]) / 1000 if value.endswith("m") else float(value)
 
 
+# Labels JobSet puts on every pod it creates (its API's JobSetUIDKey and RestartsKey), with stand-in values
+JOBSET_LABELS = {"metadata.labels['jobset.sigs.k8s.io/jobset-uid']": "5f0c-test-uid",
+                 "metadata.labels['jobset.sigs.k8s.io/restart-attempt']": "0"}
+
+
 def container_env(container: dict) -> dict:
     """The container's variables as Kubernetes sets them; a CPU limit through the downward API is rounded up
     to whole units of its divisor, as the kubelet does."""
@@ -60,6 +65,10 @@ def container_env(container: dict) -> dict:
     for var in container["env"]:
         if "value" in var:
             env[var["name"]] = var["value"]
+        elif "fieldRef" in var["valueFrom"]:  # a pod label JobSet sets: a stand-in value of that label
+            path = var["valueFrom"]["fieldRef"]["fieldPath"]
+            assert path in JOBSET_LABELS, f"{var['name']}: {path} is not a label JobSet puts on its pods"
+            env[var["name"]] = JOBSET_LABELS[path]
         else:
             ref = var["valueFrom"]["resourceFieldRef"]
             assert ref["containerName"] == container["name"] and ref["resource"] == "limits.cpu", ref
@@ -68,16 +77,19 @@ def container_env(container: dict) -> dict:
     return env
 
 
-def pod_start(job: dict, index: int, cpus: str | None = None) -> tuple[dict, str]:
-    """Run the pod's start-up script as its container would, stopping before it starts the worker:
-    ``(TF_CONFIG, the thread variables it exported)``."""
+def pod_start(job: dict, index: int, cpus: str | None = None) -> tuple[dict, str, list[str]]:
+    """Run the pod's start-up script as its container would, printing instead of starting the worker:
+    ``(TF_CONFIG, the thread variables it exported, the worker's command line as the shell expanded it)``."""
     container = job["spec"]["template"]["spec"]["containers"][0]
     assert container["command"] == ["/bin/sh", "-c"]
     script = container["args"][0].replace(
-        "exec python", 'echo "THREADS=$TF_NUM_INTRAOP_THREADS,$TF_NUM_INTEROP_THREADS,$OMP_NUM_THREADS"; exit 0 #')
+        "exec python", 'echo "THREADS=$TF_NUM_INTRAOP_THREADS,$TF_NUM_INTEROP_THREADS,$OMP_NUM_THREADS"; '
+                       "printf 'ARG=%s\\n' python")
     env = {**container_env(container), "JOB_COMPLETION_INDEX": str(index), **({"CPUS": cpus} if cpus else {})}
     out = subprocess.run(["/bin/sh", "-c", script], env=env, capture_output=True, text=True, check=True).stdout
-    return json.loads(out.split("TF_CONFIG=", 1)[1].splitlines()[0]), out.split("THREADS=", 1)[1].strip()
+    command = [line[4:] for line in out.splitlines() if line.startswith("ARG=")]
+    threads = out.split("THREADS=", 1)[1].splitlines()[0].strip()
+    return json.loads(out.split("TF_CONFIG=", 1)[1].splitlines()[0]), threads, command
 
 
 def supported_versions() -> list[str]:
@@ -141,7 +153,7 @@ def test_every_pod_gets_the_same_cluster_its_own_task_and_threads_for_its_cpus()
     expected = [f"{name}-{replicated['name']}-0-{i}.{subdomain}:{port}" for i in range(workers)]
     cpus = str(math.ceil(cpu_quantity(container["resources"]["limits"]["cpu"])))
     for i in range(workers):
-        config, threads = pod_start(job, i)
+        config, threads, _ = pod_start(job, i)
         assert tf_config.validate(config) == {"cluster": {"worker": expected}, "task": {"type": "worker", "index": i}}
         assert threads == f"{cpus},{min(int(cpus), 2)},{cpus}", "thread pools from the pod's CPU limit, inter-op <= 2"
     assert pod_start(job, 0, cpus="1")[1] == "1,1,1"
@@ -167,11 +179,15 @@ def test_a_failure_restarts_every_worker_together_from_state_on_a_shared_volume(
     assert mounts["shm"] == "/dev/shm"
     image = container["image"]
     assert ":" in image.rsplit("/", 1)[1] and not image.endswith(":latest"), "a pinned image"
-    script = container["args"][0]
-    worker = script.split("exec python ", 1)[1].split()[0]
-    assert worker == "cluster/workers/mwms_fit.py" and (ROOT / worker).exists()
-    out = script.split("--out ", 1)[1].split()[0]
+    command = pod_start(job, 1)[2]
+    worker = command[1]
+    assert command[0] == "python" and worker == "cluster/workers/mwms_fit.py" and (ROOT / worker).exists()
+    out = command[command.index("--out") + 1]
     assert out.startswith(mounts["results"] + "/"), "the worker's state and results are on the volume"
+    assert JOBSET_LABELS["metadata.labels['jobset.sigs.k8s.io/jobset-uid']"] in out, (
+        "a folder per JobSet: a restarted group finds its state, a new submission does not resume another's")
+    assert command[command.index("--backup-every") + 1].isdigit(), "a backup every N steps, not only per epoch"
     source = (ROOT / worker).read_text()  # notebook 05's script (tests/test_cluster_files.py)
-    assert 'BackupAndRestore(os.path.join(args.out, "backup"))' in source, "the worker resumes from --out"
+    assert 'BackupAndRestore(os.path.join(args.out, "backup"), save_freq=args.backup_every' in source, (
+        "the worker resumes from --out")
     assert "REAL CLUSTER" in MANIFEST.read_text()

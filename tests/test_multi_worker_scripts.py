@@ -108,3 +108,55 @@ def test_interrupt_during_training_leaves_nothing_running_and_the_chiefs_checkpo
         before = [w.copy() for w in model.get_weights()]
         model.load_weights(path)
         assert all((a != b).any() for a, b in zip(model.get_weights(), before) if a.size > 1)
+
+
+@pytest.mark.notebook
+def test_the_fit_worker_asked_to_stop_backs_up_exits_85_and_the_next_run_resumes_there(tmp_path, notebook_data_env):
+    """USR1 (the Slurm batch script's warning before the time limit) to worker 1 alone, in epoch 2: at the next
+    backup (every 4 steps) every worker learns of it through an all-reduce, and both exit with 85 (the code the
+    batch scripts requeue on). Run again with the same --out, the workers resume at the step after that backup
+    and finish the job. 8 steps an epoch: backups after steps 4 and 8 of epoch 1, then step 4 of epoch 2."""
+    import json
+    import signal
+    import threading
+    import time
+
+    import psutil
+
+    from course_utils import cluster
+
+    script, out = write_scripts(tmp_path)["mwms_fit.py"], tmp_path / "out"
+    args = ["--epochs", 3, "--limit", 1024, "--per-worker-batch", 64, "--test-limit", 128, "--backup-every", 4,
+            "--out", out]
+
+    def warn_worker_1_in_epoch_2(log):
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline:
+            if log.exists() and "epoch 2 step 2" in log.read_text():
+                for child in psutil.Process().children(recursive=True):
+                    try:
+                        config = json.loads(child.environ().get("TF_CONFIG", "{}"))
+                    except psutil.Error:
+                        continue
+                    if config.get("task") == {"type": "worker", "index": 1} and str(script) in child.cmdline():
+                        child.send_signal(signal.SIGUSR1)
+                        return
+            time.sleep(0.05)
+
+    warner = threading.Thread(target=warn_worker_1_in_epoch_2, args=(tmp_path / "first" / "worker-1.log",))
+    warner.start()
+    first = cluster.run(script, workers=2, threads=1, show="quiet", check=False, env=notebook_data_env,
+                        log_dir=tmp_path / "first", timeout=300, args=args)
+    warner.join()
+    assert [t.returncode for t in first.tasks] == [85, 85], first.tasks[0].last_lines(30)
+    said = [line for t in first.tasks for line in t.last_lines(40) if "backed up at" in line]
+    assert said == ["worker 0: backed up at epoch 2 step 4, exits for a requeue",
+                    "worker 1: backed up at epoch 2 step 4, exits for a requeue"], said
+    assert not (out / "test.json").exists(), "the first run stopped before it finished"
+
+    second = cluster.run(script, workers=2, threads=1, show="quiet", env=notebook_data_env,
+                         log_dir=tmp_path / "second", timeout=300, args=args)
+    steps = [line for line in second.tasks[0].log_path.read_text().splitlines() if line.startswith("epoch ")]
+    assert steps[0] == "epoch 2 step 5", f"resumed at {steps[0]}, not after the backup"
+    assert steps[-1] == "epoch 3 step 8" and json.loads((out / "test.json").read_text())["test_accuracy"] > 0
+    assert psutil.Process().children(recursive=True) == []

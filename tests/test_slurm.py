@@ -468,3 +468,15 @@ def test_the_session_check_sees_what_a_cluster_would_leave():
         janitor.stdin.close()  # a cluster's directory: the janitor sweeps it and exits
         janitor.wait(timeout=60)
     assert not directory.exists() and not any(str(directory) in item for item in course_leftovers())
+
+
+@needs_slurm
+def test_two_nodes_of_two_cpus_each_place_two_tasks_on_each_in_slurms_order(tmp_path):
+    """cpus_per_node=2 on this 2-core machine: Slurm places 2 tasks on each of 2 nodes (they share the cores),
+    in its block order: tasks 0 and 1 on c9, 2 and 3 on c10, each task with its node's host name."""
+    before = slurm_pids()
+    with slurm.local_cluster(nodes=["c9", "c10"], cpus_per_node=2) as cluster:
+        assert cluster.cpus == 2
+        names = cluster.run("srun", "--nodes=2", "--ntasks-per-node=2", "--label", "hostname", cwd=tmp_path).stdout
+        assert sorted(names.splitlines()) == ["0: c9", "1: c9", "2: c10", "3: c10"], names
+    assert_nothing_left(cluster, before)

@@ -165,6 +165,18 @@ def test_gres_four_gpus_four_tasks_per_node_split_by_local_rank():
         slurm_tasks.layout(three, port_base=7000)
 
 
+def test_a_sites_default_gpu_bind_closest_still_splits_the_list_but_single_keeps_it():
+    """SLURM_GPU_BIND=closest (a site's default) leaves two tasks of a socket the same list: still split by
+    local rank. single:1 and map_gpu bind one GPU to each task: Slurm's list is the task's own."""
+    for bind in ("closest", "verbose,closest", "none"):
+        env = two_nodes_of_four(1, CUDA_VISIBLE_DEVICES="0,1", SLURM_GPU_BIND=bind)
+        env["SLURM_STEP_TASKS_PER_NODE"] = "2(x2)"
+        assert slurm_gpus.for_task(env, 1, 2).visible == ["1"], bind
+    for bind in ("single:1", "map_gpu:0,1", "verbose,mask_gpu:0x1,0x2"):
+        env = two_nodes_of_four(1, CUDA_VISIBLE_DEVICES="0", SLURM_GPU_BIND=bind)
+        assert slurm_gpus.for_task(env, 1, 4).visible == ["0"], bind
+
+
 def test_global_gpu_numbers_are_used_only_outside_a_device_cgroup(tmp_path):
     dev = gpu_devices(tmp_path)
     env = step("g1", "2", 1, 1, "g1", 2, SLURM_STEP_GPUS="4,5,6,7")  # no CUDA_VISIBLE_DEVICES (a prolog removed it)

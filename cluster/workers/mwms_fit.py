@@ -3,6 +3,8 @@ import argparse
 import json
 import os
 import shutil
+import signal
+import sys
 import tempfile
 
 from course_utils import checkpoints, datasets, devices, worker_exit
@@ -19,7 +21,11 @@ parser.add_argument("--out", default="../runs/05_multi_worker/by_hand_fit")  # b
 parser.add_argument("--keras", type=int, choices=[2, 3], default=2)
 parser.add_argument("--communication", choices=["auto", "NCCL", "RING"], default="auto",
                     help="all-reduce across workers (auto: NCCL where this worker sees GPUs, else RING)")
+parser.add_argument("--backup-every", type=int, default=None, help="steps between backups (None: each epoch's end)")
 args = parser.parse_args()
+
+stop_requested = []  # a signal asks fit to stop at its next backup (Slurm: the batch script's warning)
+signal.signal(signal.SIGUSR1, lambda signum, frame: stop_requested.append(signum))
 
 os.environ["TF_USE_LEGACY_KERAS"] = "1" if args.keras == 2 else "0"  # before TensorFlow is imported
 devices.quiet_tensorflow()
@@ -32,6 +38,8 @@ if args.communication == "auto":  # as in the custom loop: NCCL needs GPUs, AUTO
 strategy = tf.distribute.MultiWorkerMirroredStrategy(  # the cluster from TF_CONFIG
     communication_options=tf.distribute.experimental.CommunicationOptions(
         implementation=getattr(tf.distribute.experimental.CommunicationImplementation, args.communication)))
+# A preemption sends TERM: handled from here on (the strategy's runtime installs a TERM handler of its own)
+signal.signal(signal.SIGTERM, lambda signum, frame: stop_requested.append(signum))
 resolver = strategy.cluster_resolver
 me = f"{resolver.task_type} {resolver.task_id}"
 # The chief: the task of type "chief", or worker 0 when the cluster has no chief.
@@ -87,14 +95,51 @@ class Progress(keras.callbacks.Callback):
                 f.write(json.dumps({"epoch": self.epoch, "pid": os.getpid(), **logs,
                                     "weights": checkpoints.fingerprint(self.model.get_weights())}) + "\n")
 
+@tf.function
+def anyone_asked(flag):  # an all-reduce: every worker gets the same answer after the same backup
+    return strategy.reduce(tf.distribute.ReduceOp.SUM, strategy.run(tf.identity, args=(flag,)), axis=None)
+
+class Preempted(Exception):
+    """Raised by StopOnSignal after a backup, when any worker was asked to stop."""
+
+class StopOnSignal(keras.callbacks.Callback):
+    """Right after each backup (it comes after BackupAndRestore in the list): stop every worker if any was asked."""
+
+    def __init__(self):
+        super().__init__()
+        self.steps = 0  # counted as BackupAndRestore counts them, across epochs
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.steps += 1
+        if args.backup_every and self.steps % args.backup_every == 0:
+            self.stop_if_asked(f"epoch {self.epoch + 1} step {batch + 1}")
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.epoch = epoch
+
+    def on_epoch_end(self, epoch, logs=None):
+        if not args.backup_every:
+            self.stop_if_asked(f"the end of epoch {epoch + 1}")
+
+    def stop_if_asked(self, where):
+        if anyone_asked(tf.constant(float(len(stop_requested)))) > 0:
+            raise Preempted(where)
+
 callbacks = [
-    keras.callbacks.BackupAndRestore(os.path.join(args.out, "backup")),
+    keras.callbacks.BackupAndRestore(os.path.join(args.out, "backup"), save_freq=args.backup_every or "epoch"),
     keras.callbacks.ModelCheckpoint(os.path.join(args.out, "checkpoints", "epoch-{epoch:02d}.weights.h5"),
                                     save_weights_only=True),
     Progress(),
+    StopOnSignal(),
 ]
 
-model.fit(train_ds, epochs=args.epochs, callbacks=callbacks, verbose=0)
+PREEMPTED = 85  # the exit code that asks the batch script to requeue the job (cluster/slurm/)
+try:
+    model.fit(train_ds, epochs=args.epochs, validation_data=test_ds, callbacks=callbacks, verbose=0)
+except Preempted as where:
+    print(f"{me}: backed up at {where}, exits for a requeue", flush=True)
+    worker_exit.leave_together()
+    sys.exit(PREEMPTED)
 test_loss, test_accuracy = model.evaluate(test_ds, verbose=0)
 
 def write_dir(path):

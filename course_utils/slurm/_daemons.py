@@ -72,12 +72,14 @@ class LocalCluster:
                               capture_output=True, text=True, check=check, timeout=timeout, start_new_session=True)
 
 
-def _write_conf(directory: Path, settings: dict, nodes=None) -> LocalCluster:
+def _write_conf(directory: Path, settings: dict, nodes=None, cpus_per_node: int | None = None) -> LocalCluster:
     import portpicker  # noqa: PLC0415
 
     node, cpus = socket.gethostname().split(".")[0], os.cpu_count() or 1
     if nodes is not None:  # several nodes share this machine's cores
         node, cpus = nodes.names[0], max(1, cpus // len(nodes.names))
+    cpus = cpus_per_node or cpus
+    if nodes is not None:
         node_settings, node_lines = nodes.conf_lines(cpus)
         settings = {**node_settings, **settings}
     conf = {
@@ -133,12 +135,14 @@ def _node_idle(cluster: LocalCluster) -> bool:
 
 
 @contextlib.contextmanager
-def local_cluster(*, nodes: list[str] | None = None, start_timeout: float = 120.0, settings: dict | None = None):
+def local_cluster(*, nodes: list[str] | None = None, cpus_per_node: int | None = None, start_timeout: float = 120.0,
+                  settings: dict | None = None):
     """Start a local Slurm cluster (see the module's docstring); yield its :class:`LocalCluster`.
 
     ``nodes``: host names of several nodes (``["c9", "c10"]``), each ``slurmd`` in network and UTS
     namespaces of its own (:mod:`course_utils.slurm._nodes`), sharing this machine's cores; ``None``: one
-    node, this machine.
+    node, this machine. ``cpus_per_node``: the CPUs Slurm is told each node has (default: this machine's
+    cores shared out); more places more tasks than cores (2 nodes x 2 tasks on 2 cores), sharing them.
 
     ``settings``: ``slurm.conf`` lines to add or change (``{"KillWait": 5}``). A daemon that exits, or a
     node not idle after ``start_timeout`` seconds (about 1 s here; the margin is for a loaded machine),
@@ -154,7 +158,7 @@ def local_cluster(*, nodes: list[str] | None = None, start_timeout: float = 120.
         janitor = _janitor.start(directory)
         if nodes is not None:
             network = _nodes.Nodes(nodes, directory).__enter__()
-        cluster = _write_conf(directory, settings or {}, network)
+        cluster = _write_conf(directory, settings or {}, network, cpus_per_node)
         key = directory / "munge.key"  # our own key: no other munged accepts our credentials
         key.touch(mode=0o600)
         key.write_bytes(os.urandom(128))
