@@ -46,6 +46,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 import venv
 from pathlib import Path
 
@@ -76,8 +77,12 @@ NETLAB_COMMANDS = ("ip", "tc")  # iproute2: course_utils.netlab's network namesp
 KERNEL_NAME = "python3"
 
 
+STARTED = time.monotonic()
+
+
 def say(msg: str) -> None:
-    print(f"[tasks] {msg}", flush=True)
+    """A line of this command's own, with the seconds since it started: where the time of a long run went."""
+    print(f"[tasks +{time.monotonic() - STARTED:.0f} s] {msg}", flush=True)
 
 
 def run(cmd: list[str], **kw) -> None:

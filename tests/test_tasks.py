@@ -153,27 +153,29 @@ def test_setup_falls_back_to_ranges_where_the_pins_do_not_install_and_says_so_lo
     assert "No matching distribution found for tensorflow==2.21.0" in err and "outputs may differ" in err
 
 
-def test_setup_installs_slurm_munge_chromium_and_iproute2_with_apt_only_where_missing(monkeypatch, capsys):
+def test_setup_installs_slurm_munge_chromium_iproute2_and_shellcheck_with_apt_only_where_missing(monkeypatch, capsys):
     monkeypatch.setattr(tasks, "_provision", lambda *args: None)
     monkeypatch.setattr(tasks, "FASHION_MNIST", ROOT / "tasks.py")  # present: apt is not asked for the data
     installs, apt_works = [], [True]
     monkeypatch.setattr(tasks, "_apt_install", lambda *packages: installs.append(packages) or apt_works[0])
     monkeypatch.setattr(tasks.shutil, "which", lambda name, path=None: None)
     tasks.setup()
-    assert installs == [("slurm-wlm", "munge"), ("chromium",), ("iproute2",)]
+    assert installs == [("slurm-wlm", "munge"), ("chromium",), ("iproute2",), ("shellcheck",)]
     out = capsys.readouterr().out
     assert "installed Debian's slurm-wlm and munge" in out and "installed Debian's iproute2" in out
+    assert "installed Debian's shellcheck" in out
     assert "installed Debian's chromium" in out
     apt_works[0] = False
     tasks.setup()
     out = capsys.readouterr().out
     assert "Slurm not installed (needs root + apt-get)" in out and "iproute2 not installed" in out
     assert "chromium not installed (needs root + apt-get): the browser test skips" in out
+    assert "shellcheck not installed (needs root + apt-get)" in out
     installs.clear()
     monkeypatch.setattr(tasks.shutil, "which", lambda name, path=None: f"/usr/sbin/{name}")
     tasks.setup()
     out = capsys.readouterr().out
-    assert installs == [] and "Slurm" not in out and "iproute2" not in out and "chromium" not in out, \
+    assert installs == [] and not any(name in out for name in ("Slurm", "iproute2", "chromium", "shellcheck")), \
         "installed: nothing to do"
     monkeypatch.setattr(tasks.shutil, "which", lambda name, path=None: None if name == "tc" else f"/x/{name}")
     tasks.setup()
