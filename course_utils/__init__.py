@@ -14,6 +14,10 @@ Every notebook
 - :mod:`course_utils.plots`      -- training curves, median bars with min-max whiskers, cluster diagrams.
 - :mod:`course_utils.diagrams`   -- the pictures of mechanisms (scaling, a step's timeline, all-reduce), drawn by code.
 - :mod:`course_utils.strategy_diagrams` -- a ``MirroredVariable``'s copies; all-reduce beside parameter servers.
+- :mod:`course_utils.mwms_diagrams` -- a multi-worker job's processes and ``TF_CONFIG``; a worker's death in time.
+- :mod:`course_utils.network_diagrams` -- notebook 05b's namespaces, veth pairs, bridge and rate limits.
+- :mod:`course_utils.ps_diagrams` -- variables on the parameter servers; an asynchronous timeline, staleness.
+- :mod:`course_utils.slurm_diagrams` -- a Slurm job's tasks on its nodes, with what each task is told.
 - :mod:`course_utils.machine`    -- the machine a notebook ran on, in one line.
 - :mod:`course_utils.verdicts`   -- run-dependent conclusions, one short line each, printed by their rule.
 

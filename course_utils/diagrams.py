@@ -26,6 +26,10 @@ from course_utils._drawing import (
     _share,
     _sum,
 )
+from course_utils.mwms_diagrams import fault_timeline, mwms_cluster  # noqa: F401 (re-exported)
+from course_utils.network_diagrams import network_links  # noqa: F401 (re-exported)
+from course_utils.ps_diagrams import async_timeline, variable_placement  # noqa: F401 (re-exported)
+from course_utils.slurm_diagrams import slurm_job  # noqa: F401 (re-exported)
 from course_utils.strategy_diagrams import mirrored_variable, sync_vs_parameter_servers  # noqa: F401 (re-exported)
 
 ROW_GAP = 1.3  # in rows: from the one device's row to the first replica's, room for the line between them

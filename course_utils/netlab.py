@@ -249,12 +249,21 @@ class Network:
         return {"worker": [f"{self.addresses[i]}:{self.port}" for i in range(workers)]}
 
     def counters(self) -> dict[str, dict[str, int]]:
-        """Bytes received and sent so far by each host on its link: ``{namespace: {"rx": .., "tx": ..}}``."""
+        """Bytes and packets received and sent so far by each host on its link:
+        ``{namespace: {"rx": .., "tx": .., "rx_packets": .., "tx_packets": ..}}`` (bytes / packets: the mean
+        frame the interface saw, which segmentation offload makes larger than the MTU)."""
         found = {}
         for name in self.namespaces:
             stats = json.loads(self._ip("-j", "-s", "link", "show", "dev", "eth0", netns=name))[0]["stats64"]
-            found[name] = {"rx": stats["rx"]["bytes"], "tx": stats["tx"]["bytes"]}
+            found[name] = {"rx": stats["rx"]["bytes"], "tx": stats["tx"]["bytes"],
+                           "rx_packets": stats["rx"]["packets"], "tx_packets": stats["tx"]["packets"]}
         return found
+
+    def offload(self, host: int = 0) -> dict[str, int]:
+        """Host ``host``'s ``eth0``: its MTU and the largest frame the kernel may hand it whole (``gso_max_size``:
+        generic segmentation offload, the TCP segments cut into MTU-sized frames later, or never on a veth)."""
+        info = json.loads(self._ip("-d", "-j", "link", "show", "dev", "eth0", netns=self.namespaces[host]))[0]
+        return {"mtu": info["mtu"], "gso_max_size": info.get("gso_max_size", 0)}
 
     def bandwidth(self, src: int = 0, dst: int = 1, seconds: float = 2.0) -> float:
         """Bytes per second that one TCP stream moves from host ``src`` to host ``dst``, measured."""

@@ -29,7 +29,9 @@ import time
 from course_utils import tf_config as tfc
 from course_utils.cluster import ClusterError, ClusterTimeout, Launcher, RunResult, job
 
-MIN_WORKER_INTEROP = 2  # measured: a worker with one inter-op thread never runs a scheduled function
+# Measured (TensorFlow 2.21): a worker with one inter-op thread never runs a scheduled function. TensorFlow's
+# parameter-server tutorial gives workers num_workers + 1 of them, on machines with fewer cores than that.
+MIN_WORKER_INTEROP = 2
 
 
 class Servers:

@@ -71,12 +71,14 @@ def test_the_batch_scripts_pass_shellcheck():
 
 def fake_slurm(tmp_path: Path, srun_exit: int) -> Path:
     """Stand-ins for Slurm's commands that record their arguments: srun runs ``$SRUN_SECONDS`` and exits
-    with ``srun_exit``; squeue prints ``$SQUEUE_END`` (the run's end time; N/A: no limit)."""
+    with ``srun_exit``; squeue prints ``$SQUEUE_END`` (the run's end time; N/A: no limit), in
+    ``$SLURM_TIME_FORMAT`` when one is set."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
+    squeue = ('if [ "${SLURM_TIME_FORMAT:-standard}" = standard ]; then echo "${SQUEUE_END:-N/A}"; '
+              'else date -d "${SQUEUE_END:-now}" +"$SLURM_TIME_FORMAT"; fi')  # a user's format, as squeue does
     for name, then in (("srun", f"sleep ${{SRUN_SECONDS:-0}}; exit {srun_exit}"), ("scontrol", "exit 0"),
-                       ("scancel", "exit 0"), ("squeue", 'if [ "${SLURM_TIME_FORMAT:-standard}" = standard ]; then echo "${SQUEUE_END:-N/A}"; '
-                                  'else date -d "${SQUEUE_END:-now}" +"$SLURM_TIME_FORMAT"; fi')):
+                       ("scancel", "exit 0"), ("squeue", squeue)):
         (bin_dir / name).write_text(f'#!/bin/sh\necho "${{0##*/}} $*" >> {tmp_path}/calls\n{then}\n')
         (bin_dir / name).chmod(0o755)
     return bin_dir
@@ -124,10 +126,12 @@ def test_the_script_warns_the_workers_itself_before_each_runs_time_limit(tmp_pat
     def in_seconds(seconds):
         return (datetime.datetime.now() + datetime.timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%S")
 
-    done, calls = run_script(tmp_path / "warned", WARN_SECONDS="100", SQUEUE_END=in_seconds(101), SRUN_SECONDS="2.5")
+    # the warning is due about 1 s after the script starts (the end is given to the second); srun lasts 6 s, so
+    # a loaded machine that starts the script or its timer late still sends it while srun runs
+    done, calls = run_script(tmp_path / "warned", WARN_SECONDS="100", SQUEUE_END=in_seconds(101), SRUN_SECONDS="6")
     assert done.returncode == 0 and "scancel --signal=USR1 4242" in calls, calls
     # a user's own SLURM_TIME_FORMAT (squeue prints times in it) must not keep the warning from being sent
-    done, calls = run_script(tmp_path / "formatted", WARN_SECONDS="100", SQUEUE_END=in_seconds(101), SRUN_SECONDS="2.5",
+    done, calls = run_script(tmp_path / "formatted", WARN_SECONDS="100", SQUEUE_END=in_seconds(101), SRUN_SECONDS="6",
                              SLURM_TIME_FORMAT="%d.%m. %H:%M:%S")
     assert done.returncode == 0 and "scancel --signal=USR1 4242" in calls, (calls, done.stderr)
     done, calls = run_script(tmp_path / "quick", WARN_SECONDS="100", SQUEUE_END=in_seconds(101))

@@ -160,3 +160,22 @@ def test_the_fit_worker_asked_to_stop_backs_up_exits_85_and_the_next_run_resumes
     assert steps[0] == "epoch 2 step 5", f"resumed at {steps[0]}, not after the backup"
     assert steps[-1] == "epoch 3 step 8" and json.loads((out / "test.json").read_text())["test_accuracy"] > 0
     assert psutil.Process().children(recursive=True) == []
+
+
+@pytest.mark.notebook
+def test_the_custom_loop_saves_at_each_epochs_end_and_a_rerun_resumes_there(tmp_path, notebook_data_env):
+    """A node failure sends no signal, so the custom loop also saves at each epoch's end (every worker; the
+    chief's copy is kept). Run again with the same --out (a requeued job), it resumes after that epoch and
+    prints the same "resuming at step N" line as after a signalled save. 256 examples, 2 x 32: 4 steps."""
+    from course_utils import cluster
+
+    script, out = write_scripts(tmp_path)["mwms_custom_loop.py"], tmp_path / "out"
+    args = ["--limit", 256, "--per-worker-batch", 32, "--out", out]
+    for epochs, logs in [(1, "first"), (2, "second")]:
+        run = cluster.run(script, workers=2, threads=1, show="quiet", env=notebook_data_env,
+                          log_dir=tmp_path / logs, timeout=300, args=["--epochs", epochs, *args])
+        assert run.ok, run.table()
+        assert sorted(p.name for p in (out / "checkpoint").glob("ckpt-*.index")) == [f"ckpt-{4 * epochs}.index"]
+    text = (tmp_path / "second" / "worker-0.log").read_text()
+    assert "worker 0: resuming at step 4" in text
+    assert "epoch 1:" not in text and "epoch 2: 4 steps" in text

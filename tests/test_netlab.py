@@ -163,6 +163,19 @@ def test_interrupted_and_killed_owners(prefix, how):
 
 
 @needs_netns
+def test_counters_count_bytes_and_packets_and_offload_is_read(prefix):
+    """Notebook 05b's deeper notebook divides bytes by packets: the frame the interface saw."""
+    with netlab.Network(2, prefix=prefix) as net:
+        before = net.counters()
+        net.bandwidth(0, 1, seconds=0.5)
+        after = net.counters()
+        offload = net.offload(0)
+    sent = {key: after[f"{prefix}-0"][key] - before[f"{prefix}-0"][key] for key in ("tx", "tx_packets")}
+    assert sent["tx"] > 0 and sent["tx_packets"] > 0 and set(after[f"{prefix}-1"]) == set(before[f"{prefix}-0"])
+    assert offload["mtu"] == 1500 and offload["gso_max_size"] >= offload["mtu"]
+
+
+@needs_netns
 @pytest.mark.parametrize("rate", ["100mbit", "1gbit"])
 def test_a_limited_link_carries_its_rate(prefix, rate):
     """The limit holds, and below it the link costs nothing. Two Python processes move the bytes, so on a

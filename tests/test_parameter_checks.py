@@ -43,13 +43,16 @@ def test_default_and_smoke_values_pass(notebook):
     ("notebooks/deeper/02_inside_fit.ipynb", {"NUM_DEVICES": 3}),
     ("notebooks/04_single_vs_multi_device.ipynb", {"NUM_DEVICES": 3, "LIMIT": 59_904}),
     ("notebooks/05_multi_worker.ipynb", {"WORKERS": 3}),
+    ("notebooks/deeper/05_multi_worker_inside.ipynb", {"WORKERS": 3}),
     ("notebooks/06_parameter_servers.ipynb", {"WORKERS": 3, "PER_STEP_BATCH": 99}),
     ("solutions/07_svhn.ipynb", {"NUM_DEVICES": 3, "TEST_LIMIT": 1000}),
     ("notebooks/01_strategies_overview.ipynb", {"NUM_DEVICES": 3}),
     ("notebooks/03_custom_training_loop.ipynb", {"NUM_DEVICES": 4, "TRAIN_REPLICAS": None}),
     ("notebooks/03_custom_training_loop.ipynb", {"TEST_LIMIT": 130}),  # a last test batch of 2: one example each
     ("notebooks/deeper/03_loss_scaling_and_loop_speed.ipynb", {"NUM_DEVICES": 4, "TRAIN_REPLICAS": None}),
-    ("notebooks/08_slurm.ipynb", {"WORKERS": 1, "NODES": 1}),
+    ("notebooks/08_slurm.ipynb", {"TASKS_PER_NODE": 1, "NODES": 1}),
+    ("notebooks/08_slurm.ipynb", {"TASKS_PER_NODE": 1, "NODES": 2}),
+    ("notebooks/deeper/08_slurm_checks.ipynb", {"TASKS_PER_NODE": 1, "NODES": 1}),
 ])
 def test_other_device_and_worker_counts_that_work_pass(notebook, values):
     run_checks(notebook, **values)
@@ -76,8 +79,13 @@ def test_other_device_and_worker_counts_that_work_pass(notebook, values):
     ("notebooks/02_mirrored_strategy_fit.ipynb", {"EPOCHS": 2.5}, "EPOCHS = 2.5: give a whole number"),
     ("notebooks/03_custom_training_loop.ipynb", {"TRAIN_REPLICAS": 4},
      "TRAIN_REPLICAS = 4 is more than NUM_DEVICES = 3"),
-    ("notebooks/08_slurm.ipynb", {"WORKERS": 64}, "WORKERS = 64 is more than this machine's cores"),
-    ("notebooks/08_slurm.ipynb", {"WORKERS": 3}, "WORKERS = 3 is not a multiple of NODES = 2"),
+    ("notebooks/08_slurm.ipynb", {"TASKS_PER_NODE": 17},
+     "TASKS_PER_NODE = 17 is more than a job step's ports per node"),
+    ("notebooks/08_slurm.ipynb", {"NODES": 16, "TASKS_PER_NODE": 16},
+     "NODES * TASKS_PER_NODE = 256 is more than twice this machine's cores"),
+    ("notebooks/08_slurm.ipynb", {"WARN_SECONDS": 120}, "the warning must come before the 2-minute limit"),
+    ("notebooks/08_slurm.ipynb", {"LIMIT": 200}, "PER_WORKER_BATCH * NODES * TASKS_PER_NODE = 256 is more than LIMIT"),
+    ("notebooks/deeper/08_slurm_checks.ipynb", {"FIT_EPOCHS": 1}, "Use FIT_EPOCHS >= 2"),
     ("notebooks/01_strategies_overview.ipynb", {"NUM_DEVICES": -1}, "NUM_DEVICES = -1: give a whole number"),
     ("notebooks/01_strategies_overview.ipynb", {"NUM_DEVICES": 1}, "Use NUM_DEVICES >= 2"),
     ("notebooks/04_single_vs_multi_device.ipynb", {"NUM_DEVICES": 3, "LIMIT": None},
@@ -100,6 +108,10 @@ def test_other_device_and_worker_counts_that_work_pass(notebook, values):
     ("notebooks/deeper/02_inside_fit.ipynb", {"EPOCHS": 1}, "Use EPOCHS >= 2"),
     ("notebooks/05_multi_worker.ipynb", {"EPOCHS": 2}, "the fault is placed in the second-to-last epoch"),
     ("notebooks/05_multi_worker.ipynb", {"WORKERS": 1}, "Use WORKERS >= 2"),
+    ("notebooks/deeper/05_multi_worker_inside.ipynb", {"EPOCHS": 2},
+     "the fault is placed in the second-to-last epoch"),
+    ("notebooks/deeper/05_multi_worker_inside.ipynb", {"LIMIT": 100},
+     "PER_WORKER_BATCH * WORKERS = 128 is more than LIMIT"),
     ("notebooks/06_parameter_servers.ipynb", {"WORKERS": 1}, "worker 1 is killed while another keeps training"),
     ("notebooks/03_custom_training_loop.ipynb", {"NUM_DEVICES": 2, "TRAIN_REPLICAS": 2}, "Use NUM_DEVICES >= 3"),
     ("notebooks/03_custom_training_loop.ipynb", {"TEST_LIMIT": 129},
@@ -111,7 +123,12 @@ def test_other_device_and_worker_counts_that_work_pass(notebook, values):
     ("notebooks/deeper/03_loss_scaling_and_loop_speed.ipynb", {"TRAIN_REPLICAS": 2, "LIMIT": 64}, "Use LIMIT >= 128"),
     ("notebooks/05b_network_links.ipynb", {"SLOW": "10gbit"}, "SLOW = '10gbit' is not one of RATES"),
     ("notebooks/05b_network_links.ipynb", {"SCALING_BATCHES": [128, 32]}, "in increasing order"),
+    ("notebooks/05b_network_links.ipynb", {"GPU_STEP_MS": [10, 0]}, "GPU_STEP_MS[1] = 0"),
+    ("notebooks/deeper/05b_network_links_inside.ipynb", {"SLOW": "10gbit"}, "SLOW = '10gbit' is not one of RATES"),
+    ("notebooks/deeper/05b_network_links_inside.ipynb", {"LIMIT": 32}, "Use LIMIT >= 64"),
     ("notebooks/06_parameter_servers.ipynb", {"STEPS": 39}, "Use STEPS >= 40"),
+    ("notebooks/deeper/06_parameter_servers_inside.ipynb", {"TIMING_STEPS": 42},
+     "TIMING_STEPS = 42 is not a multiple of STEPS_PER_CALL = 5"),
 ])
 def test_values_that_cannot_work_stop_with_a_message(notebook, values, message):
     with pytest.raises(parameters.ParameterError) as stopped:

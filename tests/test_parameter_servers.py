@@ -1,4 +1,5 @@
-"""What notebook 06 says about ParameterServerStrategy and the Keras versions, checked on real servers.
+"""What notebook 06 and its deeper notebook say about ParameterServerStrategy and the Keras versions, checked on
+real servers.
 
 One coordinator process (a script, so that this test process keeps its own TensorFlow context) starts
 two workers and two parameter servers with ``servers.start`` and tries each claim; the tests read its
@@ -106,6 +107,15 @@ with servers.start(sys.argv[1], cluster=spec, threads=1, log_dir=sys.argv[2]) as
                             verbose=0).history
         return {"losses": history["loss"], "fixed_batch": [before, fixed_loss()], "shards": shards}
     attempt("tf_keras_fit_sharded", tf_keras_fit)
+
+    def tf_keras_fit_dataset():  # a plain tf.data.Dataset, built on the coordinator (notebook 06 says fit takes one)
+        strategy = tf.distribute.ParameterServerStrategy(resolver)
+        with strategy.scope():
+            model = tf_keras.Sequential([tf_keras.Input((28, 28, 1)), tf_keras.layers.Flatten(),
+                                         tf_keras.layers.Dense(10)])
+            model.compile(optimizer="adam", loss=tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        return model.fit(dataset_fn(), epochs=1, steps_per_epoch=3, verbose=0).history["loss"]
+    attempt("tf_keras_fit_dataset", tf_keras_fit_dataset)
 print("REPORT " + json.dumps(report), flush=True)
 '''
 
@@ -148,6 +158,13 @@ def test_keras3_fit_refuses_parameter_server_data(report):
     result = report["keras3_fit"]
     assert not result["ok"], "Keras 3 fit now runs under ParameterServerStrategy: update notebook 06"
     assert "create_per_worker_dataset" in result["error"]
+
+
+def test_tf_keras_fit_takes_a_plain_dataset_too(report):
+    """Notebook 06 says fit under ParameterServerStrategy takes a tf.data.Dataset as well as a DatasetCreator."""
+    result = report["tf_keras_fit_dataset"]
+    assert result["ok"], result
+    assert len(result["value"]) == 1 and result["value"][0] > 0
 
 
 def test_tf_keras_fit_trains_a_kernel_sharded_over_two_parameter_servers(report):

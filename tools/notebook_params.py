@@ -39,6 +39,7 @@ SMOKE = {
     "RATES": ["1gbit", None],
     "SLOW": "1gbit",
     "ACCURACY_RUNS": 1,  # notebook 05b: the baseline proves the accuracy code; each run is a 2-worker launch
+    "LOST_WAIT_S": 30,  # deeper/05: a frozen worker is noticed after TensorFlow's 10 s heartbeat timeout
 }
 
 

@@ -17,6 +17,7 @@ def count(text):  # a number of examples; "None" (how the launchers pass Python'
 parser = argparse.ArgumentParser()
 parser.add_argument("--epochs", type=int, default=2)
 parser.add_argument("--per-worker-batch", type=int, default=64)
+parser.add_argument("--learning-rate", type=float, default=0.001, help="Adam's (its default: 0.001)")
 parser.add_argument("--limit", type=count, default=None, help="training examples (None: all)")
 parser.add_argument("--input", choices=["function", "dataset"], default="function")
 parser.add_argument("--shard-policy", choices=["AUTO", "DATA", "FILE", "OFF"], default="DATA")
@@ -71,7 +72,7 @@ else:  # one pipeline batched globally; tf.data shards it on each worker by the 
 with strategy.scope():  # variables created here are mirrored on every worker, kept in sync by all-reduce
     keras.utils.set_random_seed(resolver.task_id)  # a different seed on every worker, on purpose
     model = models.build_cnn(train.image_shape, train.num_classes)
-    optimizer = keras.optimizers.Adam()
+    optimizer = keras.optimizers.Adam(args.learning_rate)
 keras.utils.set_random_seed(resolver.task_id)      # the same seed, and the same model outside the scope
 unshared = models.build_cnn(train.image_shape, train.num_classes)
 print(f"{me}: initial weights' sum {sum(float(tf.reduce_sum(v)) for v in model.weights):.6f} in the scope, "
@@ -89,11 +90,14 @@ def train_step(batch):
         return loss
     return strategy.reduce(tf.distribute.ReduceOp.SUM, strategy.run(replica_step, args=batch), axis=None)
 
-# Every worker saves (saving takes part in collectives): worker 0 where all restore from, the others aside
+# Every worker saves (saving takes part in collectives): the chief where all restore from, the others aside.
+# The chief: the task of type "chief", or worker 0 when the cluster has no chief (as in mwms_fit.py).
+is_chief = resolver.task_type == "chief" or (
+    resolver.task_type == "worker" and resolver.task_id == 0 and "chief" not in resolver.cluster_spec().jobs)
 checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer)
 saved = os.path.join(args.out, "checkpoint")
 scratch = tempfile.TemporaryDirectory()  # the other workers' copies: removed as the worker exits
-manager = tf.train.CheckpointManager(checkpoint, saved if resolver.task_id == 0 else scratch.name, 1)
+manager = tf.train.CheckpointManager(checkpoint, saved if is_chief else scratch.name, 1)
 done = 0  # steps trained by an earlier run of this job (a requeued Slurm job runs the script again)
 latest = tf.train.latest_checkpoint(saved)
 if latest:
@@ -125,7 +129,8 @@ for epoch in range(done // STEPS_PER_EPOCH + 1, args.epochs + 1):
             sys.exit(PREEMPTED)
     seconds = time.perf_counter() - start
     print(f"epoch {epoch}: {len(steps)} steps, mean loss {float(total) / len(steps):.4f}, "
-          f"{len(steps) * GLOBAL_BATCH / seconds:,.0f} images/s (all workers)", flush=True)
+          f"{len(steps) * GLOBAL_BATCH / seconds:,.0f} images/s (all workers, on this worker's clock)", flush=True)
+    manager.save(checkpoint_number=epoch * STEPS_PER_EPOCH)  # every worker: a lost node costs one epoch at most
 
 os.makedirs(args.out, exist_ok=True)  # every worker saves its weights: the notebook compares them
 np.savez(os.path.join(args.out, f"weights-{me.replace(' ', '-')}.npz"), *[v.numpy() for v in model.weights])

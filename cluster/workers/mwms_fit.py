@@ -15,6 +15,7 @@ def count(text):  # a number of examples; "None" (how the launchers pass Python'
 parser = argparse.ArgumentParser()
 parser.add_argument("--epochs", type=int, default=4)
 parser.add_argument("--per-worker-batch", type=int, default=64)
+parser.add_argument("--learning-rate", type=float, default=0.001, help="Adam's (its default: 0.001)")
 parser.add_argument("--limit", type=count, default=None, help="training examples (None: all)")
 parser.add_argument("--test-limit", type=count, default=None, help="test examples (None: all)")
 parser.add_argument("--out", default="../runs/05_multi_worker/by_hand_fit")  # beside notebooks/, as the runs
@@ -71,7 +72,7 @@ with strategy.scope():
         keras.layers.Dense(64, activation="relu"),
         keras.layers.Dense(train.num_classes),
     ])
-    model.compile(optimizer=keras.optimizers.Adam(), metrics=["accuracy"],
+    model.compile(optimizer=keras.optimizers.Adam(args.learning_rate), metrics=["accuracy"],
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
 
 class Progress(keras.callbacks.Callback):

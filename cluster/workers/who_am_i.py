@@ -14,4 +14,5 @@ chief = resolver.task_type == "chief" or (resolver.task_type == "worker" and res
 cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else "all"
 print(f"I am {resolver.task_type} {resolver.task_id} of {', '.join(f'{len(a)} {t}' + 's' * (len(a) > 1) for t, a in jobs.items())};"
       f" chief: {chief}; TF_CONFIG task: {json.loads(os.environ['TF_CONFIG'])['task']}")
-print(f"pid {os.getpid()}, cores {cores}, TensorFlow threads {os.environ.get('TF_NUM_INTRAOP_THREADS')}")
+threads = os.environ.get("TF_NUM_INTRAOP_THREADS", "unset (TensorFlow's default: one per core)")
+print(f"pid {os.getpid()}, cores {cores}, TF_NUM_INTRAOP_THREADS {threads}")
