@@ -52,6 +52,21 @@ def mwms_cluster(workers: int = 2, chief: bool = False, port: int = 2222):
                    layout=False)
 
 
+def _fault_times(kill_s, noticed_s, restart_s, end_s, backup_s) -> tuple[float, float, float, float]:
+    """``(backup, noticed, restart, end)`` in seconds, illustrative where not given, checked to come in order."""
+    for name, value in [("kill_s", kill_s), ("noticed_s", noticed_s)]:
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+            raise ValueError(f"{name} must be a positive number of seconds (got {value!r})")
+    noticed = kill_s + noticed_s
+    restart = noticed + 1.0 if restart_s is None else float(restart_s)
+    end = restart + 1.2 * kill_s if end_s is None else float(end_s)
+    backup = 0.6 * kill_s if backup_s is None else float(backup_s)
+    if not 0 <= backup <= kill_s < noticed <= restart < end:
+        raise ValueError("the times must come in order: 0 <= backup_s <= kill_s < kill_s + noticed_s <= restart_s "
+                         f"< end_s (got {backup:g}, {kill_s:g}, {noticed:g}, {restart:g}, {end:g})")
+    return backup, noticed, restart, end
+
+
 def fault_timeline(kill_s: float = 16.0, noticed_s: float = 1.8, restart_s: float | None = None,
                    end_s: float | None = None, backup_s: float | None = None, workers: int = 2, killed: int = 1,
                    error: str = "Socket closed", resumed: str = "the last backup"):
@@ -65,16 +80,7 @@ def fault_timeline(kill_s: float = 16.0, noticed_s: float = 1.8, restart_s: floa
     n = _check("workers", workers, 2, MAX_WORKERS)
     dead = _check("killed", killed, 0, n - 1)
     given = restart_s is not None and end_s is not None
-    for name, value in [("kill_s", kill_s), ("noticed_s", noticed_s)]:
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
-            raise ValueError(f"{name} must be a positive number of seconds (got {value!r})")
-    noticed = kill_s + noticed_s
-    restart = noticed + 1.0 if restart_s is None else float(restart_s)
-    end = restart + 1.2 * kill_s if end_s is None else float(end_s)
-    backup = 0.6 * kill_s if backup_s is None else float(backup_s)
-    if not 0 <= backup <= kill_s < noticed <= restart < end:
-        raise ValueError("the times must come in order: 0 <= backup_s <= kill_s < kill_s + noticed_s <= restart_s "
-                         f"< end_s (got {backup:g}, {kill_s:g}, {noticed:g}, {restart:g}, {end:g})")
+    backup, noticed, restart, end = _fault_times(kill_s, noticed_s, restart_s, end_s, backup_s)
     rows = 2 * n
     fig, ax = plt.subplots(figsize=(8, 1.9 + 0.36 * rows))
     for i in range(n):
