@@ -1,6 +1,5 @@
 """course_utils.mwms_diagrams (re-exported by course_utils.diagrams): what notebook 05 draws of a multi-worker job."""
 
-import io
 
 import matplotlib
 
@@ -8,7 +7,7 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
-from test_diagrams import outside_figure, overlapping_texts, shown_texts, strings  # noqa: E402
+from test_diagrams import assert_readable_png, strings  # noqa: E402
 
 from course_utils import diagrams  # noqa: E402
 
@@ -31,13 +30,7 @@ def close_figures():
 @pytest.mark.parametrize(("name", "kwargs"), VARIANTS, ids=str)
 def test_readable_no_overlap_and_renders_to_png(name, kwargs):
     fig = getattr(diagrams, name)(**kwargs)
-    assert overlapping_texts(fig) == []
-    assert outside_figure(fig) == []
-    assert min(t.get_fontsize() for t in shown_texts(fig)) >= 9
-    assert fig.get_size_inches()[0] <= 8 and fig._suptitle.get_text()
-    png = io.BytesIO()
-    fig.savefig(png, format="png")
-    assert png.getvalue().startswith(b"\x89PNG") and len(png.getvalue()) > 10_000
+    assert_readable_png(fig)
 
 
 def test_the_cluster_is_drawn_once_and_each_process_has_its_own_task():

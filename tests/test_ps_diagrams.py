@@ -1,6 +1,5 @@
 """course_utils.ps_diagrams (re-exported by course_utils.diagrams): what notebook 06 draws of parameter servers."""
 
-import io
 
 import matplotlib
 
@@ -8,7 +7,7 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
-from test_diagrams import outside_figure, overlapping_texts, shown_texts, strings  # noqa: E402
+from test_diagrams import assert_readable_png, strings  # noqa: E402
 
 from course_utils import diagrams, ps_diagrams  # noqa: E402
 
@@ -36,13 +35,7 @@ def close_figures():
 @pytest.mark.parametrize("name, kwargs", VARIANTS, ids=lambda v: v if isinstance(v, str) else str(v or "defaults"))
 def test_readable_no_overlap_and_renders_to_png(name, kwargs):
     fig = getattr(diagrams, name)(**kwargs)
-    assert overlapping_texts(fig) == []
-    assert outside_figure(fig) == []
-    assert min(t.get_fontsize() for t in shown_texts(fig)) >= 9
-    assert fig.get_size_inches()[0] <= 8 and fig._suptitle.get_text()
-    png = io.BytesIO()
-    fig.savefig(png, format="png")
-    assert png.getvalue().startswith(b"\x89PNG") and len(png.getvalue()) > 10_000
+    assert_readable_png(fig)
 
 
 def test_placement_labels_each_server_its_total_and_the_shards():

@@ -1,6 +1,5 @@
 """course_utils.slurm_diagrams (re-exported by course_utils.diagrams): what notebook 08 draws of a Slurm job."""
 
-import io
 
 import matplotlib
 
@@ -8,7 +7,7 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
-from test_diagrams import outside_figure, overlapping_texts, shown_texts, strings  # noqa: E402
+from test_diagrams import assert_readable_png, strings  # noqa: E402
 
 from course_utils import diagrams  # noqa: E402
 
@@ -27,15 +26,9 @@ def close_figures():
 @pytest.mark.parametrize("kwargs", VARIANTS, ids=str)
 def test_readable_no_overlap_and_renders_to_png(kwargs):
     fig = diagrams.slurm_job(**kwargs)
-    assert overlapping_texts(fig) == []
-    assert outside_figure(fig) == []
-    assert min(t.get_fontsize() for t in shown_texts(fig)) >= 9
-    assert fig.get_size_inches()[0] <= 8 and fig._suptitle.get_text()
+    assert_readable_png(fig)
     if not kwargs:
         assert fig.get_size_inches()[1] <= 3.3
-    png = io.BytesIO()
-    fig.savefig(png, format="png")
-    assert png.getvalue().startswith(b"\x89PNG") and len(png.getvalue()) > 10_000
 
 
 def test_the_lessons_job_labels_every_task_with_its_ranks_node_and_port():
