@@ -272,10 +272,16 @@ def course(args: list[str]) -> int:
     return ran or subprocess.run([PY, "-m", "tools.make_exercises"], cwd=ROOT, env=_venv_env()).returncode
 
 
+# The unit tests two at a time (pytest-xdist): most wait on processes they start, so one leaves a core idle
+# about half the time. Each file stays on one worker; tests/conftest.py keeps the tests that look at every
+# process on the machine (Slurm, network namespaces) on one worker, one at a time.
+TWO_AT_A_TIME = ["-n", "2", "--dist", "loadfile"]
+
+
 def oldest_test_commands(args: list[str]) -> list[list]:
     """The oldest-versions check: the unit tests, then one notebook in the smoke setting."""
     pytest = [PY_OLDEST, "-m", "pytest", "-p", "no:cacheprovider"]
-    return [[*pytest, "-m", "not notebook and not versionless and not browser", "tests", *args],
+    return [[*pytest, *TWO_AT_A_TIME, "-m", "not notebook and not versionless and not browser", "tests", *args],
             [*pytest, OLDEST_SMOKE, *args]]
 
 
@@ -382,7 +388,8 @@ def suite(args: list[str]) -> int:
     select = [] if "-m" in args else ["-m", "not smoke_run and not browser"]
     # The slowest tests and notebook cells are listed at the end of each run (--durations): what to look at
     # first when the suite outgrows its time budget.
-    rc = subprocess.run([PY, "-m", "pytest", "tests", "--durations=15", *select, *args], cwd=ROOT, env=env).returncode
+    rc = subprocess.run([PY, "-m", "pytest", "tests", *TWO_AT_A_TIME, "--durations=15", *select, *args], cwd=ROOT,
+                        env=env).returncode
     if rc != 0:
         return rc
     say("nbval: every notebook executed in the smoke setting; checked outputs compared with the committed ones")

@@ -45,6 +45,10 @@ def notebook_data_env(fake_idx_dir) -> dict[str, str]:
     return env
 
 
+# --- two tests at a time (tasks.py test: -n 2 --dist loadfile): see machine_wide.py ---------------------
+
+from machine_wide import pytest_collection_modifyitems, pytest_xdist_make_scheduler  # noqa: E402, F401
+
 # --- nothing the course starts outlives the test session ------------------------------------------------
 
 def course_leftovers() -> set[str]:
@@ -74,12 +78,20 @@ def course_leftovers() -> set[str]:
     return found
 
 
+def in_xdist_worker(config) -> bool:
+    """This process is one of pytest-xdist's workers: the controller checks the whole run."""
+    return hasattr(config, "workerinput")
+
+
 def pytest_sessionstart(session):
-    session.config._course_leftovers_before = course_leftovers()
+    if not in_xdist_worker(session.config):
+        session.config._course_leftovers_before = course_leftovers()
 
 
 def pytest_sessionfinish(session, exitstatus):
     """Fail the session if a test left a cluster, a network or a process of the course behind."""
+    if in_xdist_worker(session.config):
+        return
     left = course_leftovers() - getattr(session.config, "_course_leftovers_before", set())
     if left:
         print("\nLeft behind by this test session (each must be stopped by what started it):\n  "

@@ -1,0 +1,44 @@
+"""Two tests at a time without two of them looking at the same processes.
+
+``tasks.py test`` runs the unit tests with pytest-xdist, ``-n 2 --dist loadfile``: each file's tests run on one
+worker, in order, so that a module's fixture (servers, clusters) starts once. The files in ``MACHINE_WIDE``
+look at every process or namespace on the machine (Slurm's daemons and janitors, a multi-node cluster's
+namespaces, netlab's fixed ``dtc-*`` namespaces, the stress loops; test_parameter_checks starts notebook 08's
+clusters), so the scheduler here counts them as one file: no two of their tests run at once.
+
+xdist's own ``--dist loadgroup`` would do it with marks, but under pytest 9.2 its marks never reach the
+scheduler (xdist 3.8 rewrites ``item._nodeid``, which pytest no longer reads). conftest.py imports both hooks.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+MACHINE_WIDE = {"test_slurm.py", "test_interrupt_windows.py", "test_parameter_checks.py", "test_netlab.py",
+                "test_network_diagrams.py", "test_stress.py"}
+# The longest files are handed out first, so that neither worker is left alone with one at the end.
+LONGEST_FIRST = ("test_multi_worker_scripts.py", "test_worker_exit.py", *sorted(MACHINE_WIDE))
+
+
+def pytest_collection_modifyitems(config, items):
+    order = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: order.get(item.path.name, len(order)))  # stable: the rest as collected
+
+
+def scope(nodeid: str) -> str:
+    """The unit of work a test belongs to: its file, or ``machine-wide``."""
+    file = nodeid.split("::", 1)[0]
+    return "machine-wide" if Path(file).name in MACHINE_WIDE else file
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadfile``, with the machine-wide files as one file."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling  # noqa: PLC0415 (only where xdist distributes)
+
+    class MachineWideAsOneFile(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return scope(nodeid)
+
+    return MachineWideAsOneFile(config, log)
