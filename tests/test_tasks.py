@@ -328,6 +328,16 @@ def test_the_suite_lints_first_and_a_finding_fails_it(monkeypatch):
     assert ran[-1] == "pytest" and len(ran) == 5, "unit tests, staging, nbval, then the browser test"
 
 
+def test_nbval_hands_out_the_longest_notebooks_first_then_every_other_once(tmp_path):
+    committed = [path.relative_to(ROOT).as_posix() for path in course_notebooks()]
+    for name in committed:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).touch()
+    order = [path.relative_to(tmp_path).as_posix() for path in tasks.nbval_order(tmp_path)]
+    assert order[:len(tasks.NBVAL_LONGEST_FIRST)] == list(tasks.NBVAL_LONGEST_FIRST), "a longest one is gone"
+    assert sorted(order) == sorted(committed) and len(order) == len(set(order))
+
+
 def test_ruff_is_configured_to_flag_what_the_course_cares_about(tmp_path):
     """pyproject's [tool.ruff] applied to a file with an unused import, a blind except and a late import."""
     bad = tmp_path / "bad.py"
