@@ -3,10 +3,11 @@
     python -m tools.stress [--rounds N] [--load K] [TEST ...]
 
 Without TESTs: every test that starts processes (launchers, servers, workers, Slurm, network namespaces,
-the utilisation monitor) and the smoke runs of notebooks 05, 05b, 06 and 08. Each round is one pytest run
-(JUnit XML kept in build/stress/); the K busy loops run for the whole command and are stopped, by their
-process groups, on success, failure and Ctrl-C. Exit status 1 when any test failed in any round.
-Long (about 10 minutes a round on 2 cores): not part of ``tasks.py test``.
+the utilisation monitor, the batch scripts) and the smoke runs of notebooks 05, 05b, 06 and 08 and their deeper
+notebooks. Each round is one pytest run (JUnit XML kept in build/stress/); the K busy loops run for the
+whole command and are stopped, by their process groups, on success, failure and Ctrl-C. Exit status 1 when
+any test failed in any round.
+Long (about 15 minutes a round on 2 cores): not part of ``tasks.py test``.
 """
 
 from __future__ import annotations
@@ -26,10 +27,12 @@ from tools.notebook_params import ROOT
 MULTI_PROCESS_TESTS = [
     "tests/test_cluster.py", "tests/test_servers.py", "tests/test_worker_exit.py", "tests/test_interrupt_windows.py",
     "tests/test_multi_worker_scripts.py", "tests/test_parameter_servers.py", "tests/test_netlab.py",
-    "tests/test_slurm.py", "tests/test_monitor.py",
+    "tests/test_slurm.py", "tests/test_monitor.py", "tests/test_cluster_files.py",
 ]
 SMOKE_RUNS = [f"tests/test_notebooks.py::test_runs_in_smoke_setting[notebooks/{name}.ipynb]"
-              for name in ("05_multi_worker", "05b_network_links", "06_parameter_servers", "08_slurm")]
+              for name in ("05_multi_worker", "05b_network_links", "06_parameter_servers", "08_slurm",
+                           "deeper/05_multi_worker_inside", "deeper/05b_network_links_inside",
+                           "deeper/06_parameter_servers_inside", "deeper/08_slurm_checks")]
 BUSY_LOOP = "while True: pass"
 
 
