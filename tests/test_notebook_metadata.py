@@ -43,6 +43,26 @@ def test_strip_run_metadata_keeps_outputs_and_one_wall_time():
     assert nm.strip_run_metadata(nb, None) and "course" not in nb.metadata
 
 
+def test_the_machine_is_kept_with_the_wall_time_and_dropped_with_it():
+    nb = _papermill_notebook()
+    assert nm.strip_run_metadata(nb, 12.2, "AMD EPYC 9B14, 2 cores, no GPU")
+    assert nb.metadata["course"] == {"wall_time_s": 12, "machine": "AMD EPYC 9B14, 2 cores, no GPU"}
+    assert nm.keep_allowed_metadata(nb) == [], "the allowlist keeps it"
+    assert nm.strip_run_metadata(nb, 12.2, "Intel Xeon, 8 cores, 1 GPU")
+    assert nb.metadata["course"]["machine"] == "Intel Xeon, 8 cores, 1 GPU"
+    assert nm.strip_run_metadata(nb, 12.2) and "machine" not in nb.metadata["course"], "a run that names none"
+    nm.strip_run_metadata(nb, 12.2, "Intel Xeon, 8 cores, 1 GPU")
+    assert nm.strip_run_metadata(nb, None) and "course" not in nb.metadata, "a failed run: both stale"
+
+
+def test_machine_reads_what_strip_file_recorded(tmp_path):
+    path = tmp_path / "nb.ipynb"
+    path.write_text(nbformat.writes(_papermill_notebook()))
+    assert nm.machine(path) is None
+    nm.strip_file(path, 6.2, "AMD EPYC 9B14, 2 cores, no GPU")
+    assert nm.machine(path) == "AMD EPYC 9B14, 2 cores, no GPU" and nm.wall_time(path) == 6
+
+
 def test_metadata_outside_the_allowlist_is_dropped_and_named():
     nb = _papermill_notebook()
     nb.metadata["language_info"] = {"name": "python", "version": "3.11.7"}

@@ -60,8 +60,15 @@ def test_kernel_python3_is_this_environments():
 def test_runs_in_smoke_setting(path, tmp_path, notebook_data_env, monkeypatch):
     for key, value in notebook_data_env.items():
         monkeypatch.setenv(key, value)
-    out = tmp_path / path.name
-    pm.execute_notebook(str(path), str(out), parameters=smoke_parameters(path), cwd=str(tmp_path),
+    # In the repository's layout under tmp_path (what a notebook writes stays there): a deeper notebook reads
+    # its lesson beside its folder (../05_multi_worker.ipynb), as in notebooks/ and nbval's staged copy.
+    for notebook in NOTEBOOKS:
+        copy = tmp_path / notebook.relative_to(ROOT)
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(notebook, copy)
+    work = tmp_path / path.parent.relative_to(ROOT)
+    out = work / f"executed-{path.name}"
+    pm.execute_notebook(str(path), str(out), parameters=smoke_parameters(path), cwd=str(work),
                         progress_bar=False, log_output=False, kernel_name="python3")
     executed = nbformat.read(out, as_version=4)
     assert all(c.execution_count for c in executed.cells if c.cell_type == "code")

@@ -492,6 +492,8 @@ def test_course_runner_in_smoke_mode_prints_progress_and_strips_run_metadata(tmp
     out = next(tmp_path.glob("notebooks/01_*.ipynb"))
     nb = nbformat.read(out, as_version=4)
     assert "papermill" not in nb.metadata and isinstance(nb.metadata["course"]["wall_time_s"], int)
+    from course_utils import machine
+    assert nb.metadata["course"]["machine"] == machine.describe() and f"on {machine.describe()}\n" in proc.stdout
     assert not [c for c in nb.cells if {"papermill", "execution"} & set(c.metadata)]
     assert all(c.execution_count for c in nb.cells if c.cell_type == "code")
     assert (ROOT / "README.md").read_bytes() == readme

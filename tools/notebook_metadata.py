@@ -19,8 +19,10 @@ import nbformat
 
 COURSE_KEY = "course"
 WALL_TIME_KEY = "wall_time_s"
+MACHINE_KEY = "machine"  # course_utils.machine.describe() of the run: outcomes compare only within one machine
 # What a committed notebook may carry (None: any sub-keys). Everything else is dropped.
-NOTEBOOK_KEYS = {"kernelspec": {"name", "display_name", "language"}, COURSE_KEY: {WALL_TIME_KEY}, "colab": None,
+NOTEBOOK_KEYS = {"kernelspec": {"name", "display_name", "language"}, COURSE_KEY: {WALL_TIME_KEY, MACHINE_KEY},
+                 "colab": None,
                  "accelerator": None}  # Colab's runtime type (GPU), which nbfmt keeps too
 CELL_KEYS = {"tags": None, "nbgrader": None, "deletable": None, "editable": None}  # nbgrader: exercises
 
@@ -46,19 +48,23 @@ README_MARKERS = ("<!-- wall-times -->", "<!-- /wall-times -->")
 DEFAULT_MACHINE = "on the development machine"
 
 
-def strip_run_metadata(nb: nbformat.NotebookNode, wall_time_s: float | None = None) -> bool:
+def strip_run_metadata(nb: nbformat.NotebookNode, wall_time_s: float | None = None, machine: str | None = None) -> bool:
     """Remove papermill/nbclient run metadata from ``nb`` in place; return whether it changed.
 
-    With ``wall_time_s``, record it (whole seconds) as ``metadata.course.wall_time_s``;
-    with ``None`` (a failed run), drop any recorded wall time, which would be stale.
+    With ``wall_time_s``, record it (whole seconds) as ``metadata.course.wall_time_s``, and ``machine`` (the
+    machine the run was on) as ``metadata.course.machine``; with ``None`` (a failed run), drop both, which
+    would be stale.
     """
     before = nbformat.writes(nb)
     keep_allowed_metadata(nb)
     course = dict(nb.metadata.get(COURSE_KEY, {}))
+    course.pop(MACHINE_KEY, None)
     if wall_time_s is None:
         course.pop(WALL_TIME_KEY, None)
     else:
         course[WALL_TIME_KEY] = int(round(wall_time_s))
+        if machine:
+            course[MACHINE_KEY] = machine
     if course:
         nb.metadata[COURSE_KEY] = course
     else:
@@ -73,10 +79,15 @@ def write_notebook(nb: nbformat.NotebookNode, path: Path) -> None:
     path.write_text(nbformat.writes(nb) + ("\n" if newline else ""), encoding="utf-8")
 
 
-def strip_file(path: Path, wall_time_s: float | None) -> None:
+def strip_file(path: Path, wall_time_s: float | None, machine: str | None = None) -> None:
     nb = nbformat.read(path, as_version=4)
-    if strip_run_metadata(nb, wall_time_s):
+    if strip_run_metadata(nb, wall_time_s, machine):
         write_notebook(nb, path)
+
+
+def machine(path: Path) -> str | None:
+    """The machine a notebook's recorded run was on, or None."""
+    return nbformat.read(path, as_version=4).metadata.get(COURSE_KEY, {}).get(MACHINE_KEY)
 
 
 def wall_time(path: Path) -> int | None:

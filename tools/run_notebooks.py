@@ -4,9 +4,10 @@
     python tools/run_notebooks.py 02 03           # only notebooks whose name contains 02 or 03
     python tools/run_notebooks.py --smoke --output-dir build/smoke
 
-Each executed notebook is stripped of papermill's run metadata (timestamps, paths) and keeps
-its wall time as ``metadata.course.wall_time_s``; after an in-place run in which no notebook
-failed, README.md's wall-time sentence is regenerated from those values.
+Each executed notebook is stripped of papermill's run metadata (timestamps, paths) and keeps its
+wall time as ``metadata.course.wall_time_s`` and the machine it ran on as ``metadata.course.machine``;
+after an in-place run in which no notebook failed, README.md's wall-time sentence is regenerated from
+the wall times.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import papermill as pm
 
+from course_utils import machine
 from tools.notebook_metadata import strip_file, update_readme
 from tools.notebook_params import ROOT, course_notebooks, smoke_parameters
 
@@ -38,6 +40,8 @@ def main(argv: list[str]) -> int:
     # figure vanish from the notebooks' outputs. Kernels pick matplotlib's inline backend without it.
     os.environ.pop("MPLBACKEND", None)
     failures = []
+    ran_on = machine.describe()  # recorded in each notebook's metadata: outcomes compare only within one machine
+    print(f"on {ran_on}", flush=True)
     total = time.perf_counter()
     for i, path in enumerate(notebooks, 1):
         rel = path.relative_to(ROOT)
@@ -57,7 +61,7 @@ def main(argv: list[str]) -> int:
                   flush=True)
             continue
         seconds = time.perf_counter() - start
-        strip_file(out, seconds)
+        strip_file(out, seconds, ran_on)
         print(f"[{i}/{len(notebooks)}] {rel} done in {seconds:.0f} s", flush=True)
     print(f"{len(notebooks) - len(failures)} of {len(notebooks)} notebooks ran in "
           f"{time.perf_counter() - total:.0f} s" + (f"; failed: {', '.join(map(str, failures))}" if failures else ""))

@@ -7,7 +7,7 @@ the utilisation monitor, the batch scripts) and the smoke runs of notebooks 05, 
 notebooks. Each round is one pytest run (JUnit XML kept in build/stress/); the K busy loops run for the
 whole command and are stopped, by their process groups, on success, failure and Ctrl-C. Exit status 1 when
 any test failed in any round.
-Long (about 15 minutes a round on 2 cores): not part of ``tasks.py test``.
+Long (about 23 minutes a round on 2 cores): not part of ``tasks.py test``.
 """
 
 from __future__ import annotations
