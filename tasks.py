@@ -273,9 +273,10 @@ def course(args: list[str]) -> int:
 
 
 # The unit tests two at a time (pytest-xdist): most wait on processes they start, so one leaves a core idle
-# about half the time. Each file stays on one worker; tests/conftest.py keeps the tests that look at every
-# process on the machine (Slurm, network namespaces) on one worker, one at a time.
-TWO_AT_A_TIME = ["-n", "2", "--dist", "loadfile"]
+# about half the time. Each file stays on one worker; tests/machine_wide.py keeps the tests that look at every
+# process on the machine (Slurm, network namespaces) on one worker, one at a time, and hands out the longest
+# files first (xdist would otherwise reorder them by their number of tests).
+TWO_AT_A_TIME = ["-n", "2", "--dist", "loadfile", "--no-loadscope-reorder"]  # files in the order collected
 
 
 def oldest_test_commands(args: list[str]) -> list[list]:
@@ -421,7 +422,8 @@ def suite(args: list[str]) -> int:
     # about half of a 2-core machine, waiting on worker processes, barriers and start-ups (three: 5 % faster,
     # every notebook slower). The longest first, so that no worker is left alone with one at the end.
     rc = subprocess.run(
-        [PY, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadfile", "--durations=15",
+        [PY, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadfile", "--no-loadscope-reorder",
+         "--durations=15",
          "--nbval-lax", "--nbval-current-env",
          "--nbval-sanitize-with", ROOT / "tests" / "nbval_sanitize.cfg", "-o", "testpaths=",
          *nbval_order(staged)], cwd=staged, env=env).returncode

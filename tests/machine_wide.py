@@ -1,10 +1,11 @@
 """Two tests at a time without two of them looking at the same processes.
 
-``tasks.py test`` runs the unit tests with pytest-xdist, ``-n 2 --dist loadfile``: each file's tests run on one
-worker, in order, so that a module's fixture (servers, clusters) starts once. The files in ``MACHINE_WIDE``
-look at every process or namespace on the machine (Slurm's daemons and janitors, a multi-node cluster's
-namespaces, netlab's fixed ``dtc-*`` namespaces, the stress loops), so the scheduler here counts them as one
-file: no two of their tests run at once.
+``tasks.py test`` runs the unit tests with pytest-xdist, ``-n 2 --dist loadfile --no-loadscope-reorder``: each
+file's tests run on one worker, in order, so that a module's fixture (servers, clusters) starts once, and the
+files are handed out in the order below (xdist would reorder them by their number of tests). The files in
+``MACHINE_WIDE`` look at every process or namespace on the machine (Slurm's daemons and janitors, a multi-node
+cluster's namespaces, netlab's fixed ``dtc-*`` namespaces, the stress loops), so the scheduler here counts
+them as one file: no two of their tests run at once.
 
 xdist's own ``--dist loadgroup`` would do it with marks, but under pytest 9.2 its marks never reach the
 scheduler (xdist 3.8 rewrites ``item._nodeid``, which pytest no longer reads). conftest.py imports both hooks.
@@ -14,8 +15,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-MACHINE_WIDE = {"test_slurm.py", "test_interrupt_windows.py", "test_netlab.py", "test_network_diagrams.py",
-                "test_stress.py"}
+import pytest
+
+MACHINE_WIDE = {"test_slurm.py", "test_interrupt_windows.py", "test_netlab.py", "test_stress.py"}
 # The longest files are handed out first, so that neither worker is left alone with one at the end.
 LONGEST_FIRST = ("test_multi_worker_scripts.py", "test_worker_exit.py", *sorted(MACHINE_WIDE))
 
@@ -31,6 +33,7 @@ def scope(nodeid: str) -> str:
     return "machine-wide" if Path(file).name in MACHINE_WIDE else file
 
 
+@pytest.hookimpl(optionalhook=True)  # xdist's hook: a run with -p no:xdist does not know it
 def pytest_xdist_make_scheduler(config, log):
     """``--dist loadfile``, with the machine-wide files as one file."""
     if config.getvalue("dist") != "loadfile":

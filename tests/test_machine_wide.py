@@ -26,25 +26,31 @@ SAMPLE = textwrap.dedent("""
 
 
 def test_the_machine_wide_files_run_on_one_worker_one_test_at_a_time(tmp_path):
-    names = ["test_slurm.py", "test_netlab.py", "test_stress.py", "test_other_a.py", "test_other_b.py"]
-    for name in names:
-        (tmp_path / name).write_text(SAMPLE)
+    names = ["test_slurm.py", "test_netlab.py", "test_stress.py", "test_other_a.py", "test_other_b.py",
+             "test_worker_exit.py"]
+    for name in names:  # test_worker_exit.py (first in LONGEST_FIRST) has the fewest tests: xdist would send it last
+        one = name == "test_worker_exit.py"
+        (tmp_path / name).write_text(SAMPLE.replace("range(3)", "range(1)") if one else SAMPLE)
     (tmp_path / "conftest.py").write_text("from machine_wide import pytest_collection_modifyitems, "
                                           "pytest_xdist_make_scheduler  # noqa: F401\n")
     records = tmp_path / "records.jsonl"
     env = {"RECORDS": str(records), "PYTHONPATH": str(TESTS), "PATH": "/usr/bin:/bin"}
     done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadfile",
-                           "-q", str(tmp_path)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+                           "--no-loadscope-reorder", "-q", str(tmp_path)], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     ran = [json.loads(line) for line in records.read_text().splitlines()]
-    assert len(ran) == 3 * len(names)
+    assert len(ran) == 3 * len(names) - 2
     wide = [r for r in ran if r["test"].split("::")[0] in MACHINE_WIDE]
     assert len({r["worker"] for r in wide}) == 1, "the machine-wide files' tests ran on two workers"
     wide.sort(key=lambda r: r["start"])
     assert all(a["end"] <= b["start"] for a, b in zip(wide, wide[1:])), "two machine-wide tests overlapped"
     assert {r["worker"] for r in ran} == {"gw0", "gw1"}, "the other files did not use the second worker"
-    for name in ("test_other_a.py", "test_other_b.py"):
+    for name in ("test_other_a.py", "test_other_b.py", "test_worker_exit.py"):
         assert len({r["worker"] for r in ran if r["test"].startswith(name)}) == 1, f"{name} was split"
+    others = min(r["start"] for r in ran if r["test"].startswith("test_other"))
+    assert next(r for r in ran if r["test"].startswith("test_worker_exit.py"))["start"] < others, \
+        "a file of LONGEST_FIRST was handed out after the rest"
 
 
 def test_scopes_and_the_order_name_files_that_exist():

@@ -250,7 +250,7 @@ def test_oldest_check_runs_the_unit_tests_then_one_notebook_in_the_oldest_venv(m
     assert tasks.main(["test", "--oldest"]) == 0
     py = str(ROOT / ".venv-oldest" / "bin" / "python")
     assert [c for c, _ in calls] == [
-        [py, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadfile",
+        [py, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadfile", "--no-loadscope-reorder",
          "-m", "not notebook and not versionless and not browser", "tests"],
         [py, "-m", "pytest", "-p", "no:cacheprovider",
          "tests/test_notebooks.py::test_runs_in_smoke_setting[notebooks/01_strategies_overview.ipynb]"],
