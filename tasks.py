@@ -422,10 +422,8 @@ def suite(args: list[str]) -> int:
     # about half of a 2-core machine, waiting on worker processes, barriers and start-ups (three: 5 % faster,
     # every notebook slower). The longest first, so that no worker is left alone with one at the end.
     rc = subprocess.run(
-        [PY, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadfile", "--no-loadscope-reorder",
-         "--durations=15",
-         "--nbval-lax", "--nbval-current-env",
-         "--nbval-sanitize-with", ROOT / "tests" / "nbval_sanitize.cfg", "-o", "testpaths=",
+        [PY, "-m", "pytest", "-p", "no:cacheprovider", *TWO_AT_A_TIME, "--durations=15", "--nbval-lax",
+         "--nbval-current-env", "--nbval-sanitize-with", ROOT / "tests" / "nbval_sanitize.cfg", "-o", "testpaths=",
          *nbval_order(staged)], cwd=staged, env=env).returncode
     if rc != 0:
         return rc
