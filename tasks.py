@@ -3,8 +3,9 @@
 
     python3 tasks.py course   # set up, then execute every notebook (outputs written in place)
     python3 tasks.py test     # set up, then run the whole test suite (lint, unit tests, nbval, the
-                              # browser test), the oldest-versions check and Colab simulated
-                              # (--newest: only the suite; --oldest, --colab: only that check)
+                              # browser test), the oldest-versions check and Colab simulated, the lighter
+                              # checks beside the unit tests and nbval (--newest: the suite, one phase
+                              # after another; --oldest, --colab, --browser: only that check)
     python3 tasks.py lab      # set up, then open JupyterLab for students, on notebook 01
                               # (--instructor: with nbgrader's menus; other arguments go to jupyter lab)
     python3 tasks.py lint     # set up, then ruff check (pyproject's [tool.ruff]) and the notebook rules
@@ -298,7 +299,6 @@ def oldest_check(args: list[str]) -> int:
     return 0
 
 
-COLAB_LOG = ROOT / "build" / "colab.log"
 COLAB_COMMAND = [str(PY), "-m", "tools.colab_sim"]  # tools/colab_sim.py, in the foreground or beside the tests
 COLAB_SAYS = ("Colab, simulated: Colab's preinstalled versions (colab-runtime.txt), the install cell as written "
               "(pointed at this checkout), notebooks 01-03 in the smoke setting")
@@ -312,47 +312,88 @@ def colab_check() -> int:
 
 
 def test(args: list[str]) -> int:
-    """The suite on .venv, the oldest-versions check, then Colab simulated; ``--newest``, ``--oldest`` or
-    ``--colab``: only one.
-
-    Colab simulated runs in the background from the start (its output in build/colab.log, printed at the
-    end): the unit tests leave a core idle about half the time. It is stopped with its process group
-    however the suite ends. Other arguments go to pytest (for ``--oldest``, to both of its runs).
-    """
+    """Every check: ``--newest`` (lint, unit tests, nbval, browser, one after another), ``--oldest``,
+    ``--colab`` or ``--browser`` alone; with none of them, all, side by side (``side_by_side``). Other
+    arguments go to pytest (the unit tests'; for ``--oldest``, to both of its runs)."""
     if "--oldest" in args:
         return oldest_check([a for a in args if a != "--oldest"])
     if "--colab" in args:
         return colab_check()
+    if "--browser" in args:
+        setup()
+        return browser_tests(_venv_env(offline=True))
     if "--newest" in args:
         return suite([a for a in args if a != "--newest"])
-    colab = start_colab()
+    return side_by_side(args)
+
+
+BACKGROUND_LOGS = ROOT / "build" / "test-logs"  # the output of the checks that run beside the others
+LEFTOVERS_BEFORE = ROOT / "build" / "leftovers-before.txt"
+
+
+def side_by_side(args: list[str]) -> int:
+    """Lint, then the unit tests, then nbval, with the lighter checks beside them: most of each phase waits
+    on processes it started, and leaves a core idle about half the time. Colab simulated and the browser
+    tests run beside the unit tests, the oldest-versions check beside nbval (it starts no cluster or
+    network, which nbval's notebooks do). Each runs in a process group of its own, its output in
+    build/test-logs/ and printed when it ends; all are stopped however the run ends. Last, nothing the
+    course starts may be left on the machine (``tools/leftovers.py``)."""
+    setup()
+    if ruff([]) != 0:  # a lint finding fails the tests before they start
+        return 1
+    run([PY, "-m", "tools.leftovers", "--save", LEFTOVERS_BEFORE], cwd=ROOT, env=_venv_env())
+    beside: dict[str, subprocess.Popen] = {}
     try:
-        rc = suite(args) or oldest_check([])
-        if rc != 0:
-            return rc
-        say(COLAB_SAYS + f" (ran beside the tests above; its output, also in {COLAB_LOG}):")
-        rc = colab.wait()
-        print(COLAB_LOG.read_text(), end="", flush=True)
+        beside[COLAB_SAYS] = start_beside("colab", COLAB_COMMAND)
+        beside["browser tests"] = start_beside("browser", [sys.executable, ROOT / "tasks.py", "test", "--browser"],
+                                               stop=signal.SIGINT)
+        env = _venv_env(offline=True)
+        rc = unit_tests(args, env)
+        if rc == 0:
+            beside["oldest supported versions"] = start_beside(
+                "oldest", [sys.executable, ROOT / "tasks.py", "test", "--oldest"], stop=signal.SIGINT)
+            rc = nbval(env)
+        for name, process in beside.items():
+            if rc != 0:
+                break
+            say(f"{name} (ran beside the tests above; its output, also in {log_of(process)}):")
+            rc = process.wait()
+            print(log_of(process).read_text(), end="", flush=True)
+        if rc == 0:
+            say("nothing the course started is left on this machine (tools/leftovers.py)")
+            rc = subprocess.run([PY, "-m", "tools.leftovers", "--since", LEFTOVERS_BEFORE], cwd=ROOT,
+                                env=_venv_env()).returncode
         return rc
     finally:
-        stop_group(colab)
+        for process in beside.values():
+            stop_group(process, grace_s=30, sig=process.course_stop)
 
 
-def start_colab() -> subprocess.Popen:
-    """Colab simulated in the background, in a process group of its own, its output to build/colab.log."""
-    setup()
-    COLAB_LOG.parent.mkdir(exist_ok=True)
-    with COLAB_LOG.open("w") as log:
-        return subprocess.Popen(COLAB_COMMAND, cwd=ROOT, env=_venv_env(), stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+def log_of(process: subprocess.Popen) -> Path:
+    return process.course_log  # set by start_beside
 
 
-def stop_group(process: subprocess.Popen, grace_s: float = 20) -> None:
-    """Stop a process started with ``start_new_session`` and its group: SIGTERM (colab_sim then shuts its
-    kernel down), SIGKILL after ``grace_s``."""
+def start_beside(name: str, command: list, stop: int = signal.SIGTERM) -> subprocess.Popen:
+    """``command`` in the background, in a process group of its own, its output to build/test-logs/NAME.log;
+    ``stop``: the signal that stops it (``stop_group``). Its pytest sessions leave the leftovers check to
+    this run: other phases' clusters come and go meanwhile."""
+    BACKGROUND_LOGS.mkdir(parents=True, exist_ok=True)
+    log_path = BACKGROUND_LOGS / f"{name}.log"
+    env = {**_venv_env(), "COURSE_LEFTOVERS_CHECKED_BY": "tasks.py"}
+    with log_path.open("w") as log:
+        process = subprocess.Popen([str(c) for c in command], cwd=ROOT, env=env, stdout=log,
+                                   stderr=subprocess.STDOUT, start_new_session=True)
+    process.course_log, process.course_stop = log_path, stop
+    return process
+
+
+def stop_group(process: subprocess.Popen, grace_s: float = 20, sig: int = signal.SIGTERM) -> None:
+    """Stop a process started with ``start_new_session`` and its group: ``sig`` (SIGTERM: colab_sim then
+    shuts its kernel down; SIGINT: pytest runs its fixtures' teardowns, which stop their servers), SIGKILL
+    after ``grace_s``."""
     if process.poll() is not None:
         return
-    os.killpg(process.pid, signal.SIGTERM)
+    os.killpg(process.pid, sig)
     try:
         process.wait(timeout=grace_s)
     except subprocess.TimeoutExpired:
@@ -394,21 +435,28 @@ def nbval_order(staged: Path) -> list[Path]:
 
 
 def suite(args: list[str]) -> int:
+    """Lint, the unit tests, nbval, then the browser tests, one after another."""
     setup()
     if ruff([]) != 0:  # a lint finding fails the tests before they start
         return 1
     env = _venv_env(offline=True)
+    return unit_tests(args, env) or nbval(env) or browser_tests(env)
+
+
+def unit_tests(args: list[str], env: dict) -> int:
     say("unit tests")
     # Each notebook is executed once: nbval's run below is the smoke run (it fails on any error), so the
     # papermill smoke tests (marker smoke_run, for running pytest directly) are left out here.
     select = [] if "-m" in args else ["-m", "not smoke_run and not browser"]
     # The slowest tests and notebook cells are listed at the end of each run (--durations): what to look at
     # first when the suite outgrows its time budget.
-    rc = subprocess.run([PY, "-m", "pytest", "tests", *TWO_AT_A_TIME, "--durations=15", *select, *args], cwd=ROOT,
-                        env=env).returncode
-    if rc != 0:
-        return rc
+    return subprocess.run([PY, "-m", "pytest", "tests", *TWO_AT_A_TIME, "--durations=15", *select, *args], cwd=ROOT,
+                          env=env).returncode
+
+
+def nbval(env: dict) -> int:
     say("nbval: every notebook executed in the smoke setting; checked outputs compared with the committed ones")
+    env = dict(env)
     if not FASHION_MNIST.exists() and "COURSE_FASHION_MNIST_DIR" not in env:
         # No offline Fashion-MNIST (not root?): the checked cells do not depend on the data,
         # so small generated IDX files keep the run offline.
@@ -421,12 +469,13 @@ def suite(args: list[str]) -> int:
     # Two notebooks at a time (pytest-xdist, a notebook's cells on one worker: --dist loadfile): one uses
     # about half of a 2-core machine, waiting on worker processes, barriers and start-ups (three: 5 % faster,
     # every notebook slower). The longest first, so that no worker is left alone with one at the end.
-    rc = subprocess.run(
+    return subprocess.run(
         [PY, "-m", "pytest", "-p", "no:cacheprovider", *TWO_AT_A_TIME, "--durations=15", "--nbval-lax",
          "--nbval-current-env", "--nbval-sanitize-with", ROOT / "tests" / "nbval_sanitize.cfg", "-o", "testpaths=",
          *nbval_order(staged)], cwd=staged, env=env).returncode
-    if rc != 0:
-        return rc
+
+
+def browser_tests(env: dict) -> int:
     say("browser: JupyterLab (as `tasks.py lab` serves it) in chromium, notebooks run as a student runs them; "
         "then the course's website, built and served (screenshots in build/screenshots/)")
     return subprocess.run([PY, "-m", "pytest", "-p", "no:cacheprovider", "-m", "browser", "tests/test_browser.py",

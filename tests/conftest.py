@@ -45,37 +45,11 @@ def notebook_data_env(fake_idx_dir) -> dict[str, str]:
     return env
 
 
-# --- two tests at a time (tasks.py test: -n 2 --dist loadfile): see machine_wide.py ---------------------
+# --- two tests at a time (tasks.py test: -n 2 --dist loadfile): see machine_wide.py; and nothing the course
+# starts outlives the test session (tools/leftovers.py) ---------------------------------------------------
 
 from machine_wide import pytest_collection_modifyitems, pytest_xdist_make_scheduler  # noqa: E402, F401
-
-# --- nothing the course starts outlives the test session ------------------------------------------------
-
-def course_leftovers() -> set[str]:
-    """What the course's clusters and networks leave when something fails to stop them: local Slurm
-    clusters' directories, their janitors and daemons, network namespaces (netlab's ``dtc-*``, a
-    multi-node Slurm cluster's ``sXXXX-*``)."""
-    import glob
-    import re
-    import shutil
-    import subprocess
-    import tempfile
-
-    import psutil
-
-    from course_utils import netlab
-
-    found = {f"directory {d}" for d in glob.glob(os.path.join(tempfile.gettempdir(), "course-slurm-*"))}
-    ip = shutil.which("ip") or shutil.which("ip", path="/usr/sbin:/sbin")
-    listed = subprocess.run([ip, "netns", "list"], capture_output=True, text=True).stdout if ip else ""
-    ours = re.compile(rf"^({netlab.PREFIX}|s[0-9a-f]{{4}})-")
-    found |= {f"namespace {line.split()[0]}" for line in listed.splitlines() if ours.match(line)}
-    for proc in psutil.process_iter(["cmdline", "status"]):
-        line = " ".join(proc.info["cmdline"] or [])
-        if proc.info["status"] != psutil.STATUS_ZOMBIE and (
-                "course-slurm-" in line or "course_utils.slurm._janitor" in line):
-            found.add(f"process {proc.pid}: {line[:100]}")
-    return found
+from tools.leftovers import course_leftovers  # noqa: E402
 
 
 def in_xdist_worker(config) -> bool:
@@ -83,14 +57,19 @@ def in_xdist_worker(config) -> bool:
     return hasattr(config, "workerinput")
 
 
+# `tasks.py test` runs the browser tests and the oldest-versions check beside the other tests and notebooks:
+# their clusters come and go meanwhile, so these sessions leave the check to tasks.py, which checks the whole run.
+CHECKED_BY_CALLER = os.environ.get("COURSE_LEFTOVERS_CHECKED_BY") == "tasks.py"
+
+
 def pytest_sessionstart(session):
-    if not in_xdist_worker(session.config):
+    if not in_xdist_worker(session.config) and not CHECKED_BY_CALLER:
         session.config._course_leftovers_before = course_leftovers()
 
 
 def pytest_sessionfinish(session, exitstatus):
     """Fail the session if a test left a cluster, a network or a process of the course behind."""
-    if in_xdist_worker(session.config):
+    if in_xdist_worker(session.config) or CHECKED_BY_CALLER:
         return
     left = course_leftovers() - getattr(session.config, "_course_leftovers_before", set())
     if left:

@@ -1,5 +1,5 @@
 """tools/colab_sim.py's rules, on pip lists and notebooks made here (the simulation itself runs in
-`python3 tasks.py test`, after the oldest-versions check: it needs the package registry, as Colab does)."""
+`python3 tasks.py test`, beside the unit tests: it needs the package registry, as Colab does)."""
 
 import nbformat
 import pytest

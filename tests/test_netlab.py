@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -33,6 +34,23 @@ def prefix():
     yield name
     netlab.remove(name)
 
+
+
+def describe_stuck(pid: int) -> str:
+    """A process and its children as they are now: status, what the kernel waits on, command line."""
+    import psutil
+
+    def one(proc):
+        try:
+            wchan = Path(f"/proc/{proc.pid}/wchan").read_text().strip()
+        except OSError:
+            wchan = "?"
+        return f"{proc.pid} {proc.status()} wchan={wchan} {' '.join(proc.cmdline())[:120]}"
+    try:
+        proc = psutil.Process(pid)
+        return "; ".join(one(p) for p in [proc, *proc.children(recursive=True)])
+    except psutil.Error as error:
+        return f"gone ({error})"
 
 # -- without root ---------------------------------------------------------------------------------------
 
@@ -148,11 +166,17 @@ def test_interrupted_and_killed_owners(prefix, how):
         from course_utils import netlab
         with netlab.Network(2, prefix={prefix!r}, rate="100mbit"):
             print("up", flush=True)
-            time.sleep(60)
+            time.sleep(600)  # longer than any wait below: only the signal ends it
         """)], stdout=subprocess.PIPE, text=True)
     assert owner.stdout.readline().strip() == "up"
     owner.send_signal(getattr(signal, how))
-    owner.wait(timeout=30)
+    try:
+        owner.wait(timeout=120)  # a loaded CI machine once took over 30 s here: what was it doing?
+    except subprocess.TimeoutExpired:
+        state = describe_stuck(owner.pid)
+        owner.kill()
+        owner.wait()
+        pytest.fail(f"the owner was still running 120 s after {how}: {state}")
     if how == "SIGINT":  # KeyboardInterrupt: the with block removes everything
         assert netlab.existing(prefix) == []
     else:  # nothing runs after SIGKILL: the namespaces stay, and the next network refuses until removed

@@ -451,11 +451,12 @@ def test_module_imports_without_tensorflow():
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 
 
+@versionless
 def test_the_session_check_sees_what_a_cluster_would_leave():
     """conftest fails the test session when one of these is left: here a cluster's directory and a janitor."""
     import tempfile
 
-    from conftest import course_leftovers
+    from tools.leftovers import course_leftovers
 
     directory = Path(tempfile.mkdtemp(prefix="course-slurm-"))
     janitor = subprocess.Popen([sys.executable, "-m", "course_utils.slurm._janitor"], stdin=subprocess.PIPE)
@@ -470,6 +471,7 @@ def test_the_session_check_sees_what_a_cluster_would_leave():
     assert not directory.exists() and not any(str(directory) in item for item in course_leftovers())
 
 
+@versionless
 @needs_slurm
 def test_two_nodes_of_two_cpus_each_place_two_tasks_on_each_in_slurms_order(tmp_path):
     """cpus_per_node=2 on this 2-core machine: Slurm places 2 tasks on each of 2 nodes (they share the cores),

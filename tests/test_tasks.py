@@ -270,49 +270,124 @@ def test_oldest_smoke_names_a_test_that_exists():
 
 
 class _Background:
-    """A stand-in for the background Colab simulation's Popen: records how it was waited for or stopped."""
+    """A stand-in for a check started beside the others (``start_beside``): records how it was waited for
+    or stopped."""
 
-    def __init__(self, calls):
-        self.calls, self.pid, self.running = calls, 4242, True
+    def __init__(self, name, calls, rc, log):
+        self.name, self.calls, self.rc, self.running = name, calls, rc, True
+        self.course_log, self.course_stop = log, "its stop signal"
 
     def poll(self):
-        return None if self.running else 0
+        return None if self.running else self.rc
 
     def wait(self, timeout=None):
         self.running = False
-        self.calls.append(("colab waited for",))
-        return 0
+        self.calls.append(("waited for", self.name))
+        return self.rc
 
 
-def test_test_runs_the_suite_then_the_oldest_check_then_colab(monkeypatch, tmp_path):
-    calls, stopped = [], []
-    monkeypatch.setattr(tasks, "suite", lambda args: calls.append(("suite", args)) or suite_rc[0])
-    monkeypatch.setattr(tasks, "oldest_check", lambda args: calls.append(("oldest", args)) or oldest_rc[0])
+def test_the_whole_run_puts_the_lighter_checks_beside_the_unit_tests_and_nbval(monkeypatch, tmp_path):
+    calls, rcs = [], {"unit": 0, "nbval": 0, "colab": 0, "browser": 0, "oldest": 0, "leftovers": 0}
+
+    def start_beside(name, command, stop=None):
+        calls.append(("started", name))
+        log = tmp_path / f"{name}.log"
+        log.write_text(f"{name}'s output\n")
+        return _Background(name, calls, rcs[name], log)
+
+    def fake_run(cmd, **kwargs):  # only the leftovers check runs through subprocess.run here
+        assert [str(c) for c in cmd[1:4]] == ["-m", "tools.leftovers", "--since"], cmd
+        calls.append(("leftovers checked",))
+        return SimpleNamespace(returncode=rcs["leftovers"])
+
+    monkeypatch.setattr(tasks, "setup", lambda: None)
+    monkeypatch.setattr(tasks, "ruff", lambda args: calls.append(("lint",)) or 0)
+    monkeypatch.setattr(tasks, "run", lambda cmd, **kw: calls.append(("leftovers saved",)))
+    monkeypatch.setattr(tasks, "unit_tests", lambda args, env: calls.append(("unit", args)) or rcs["unit"])
+    monkeypatch.setattr(tasks, "nbval", lambda env: calls.append(("nbval",)) or rcs["nbval"])
+    monkeypatch.setattr(tasks, "start_beside", start_beside)
+    monkeypatch.setattr(tasks.subprocess, "run", fake_run)
+    stopped = []
+    monkeypatch.setattr(tasks, "stop_group", lambda process, grace_s, sig: stopped.append(process.name)
+                        if process.poll() is None else None)
+    everything = [("lint",), ("leftovers saved",), ("started", "colab"), ("started", "browser"), ("unit", ["-x"]),
+                  ("started", "oldest"), ("nbval",), ("waited for", "colab"), ("waited for", "browser"),
+                  ("waited for", "oldest"), ("leftovers checked",)]
+    assert tasks.main(["test", "-x"]) == 0 and calls == everything and stopped == []
+    calls.clear()
+    rcs["unit"] = 1
+    assert tasks.main(["test"]) == 1
+    assert calls == [("lint",), ("leftovers saved",), ("started", "colab"), ("started", "browser"), ("unit", [])]
+    assert stopped == ["colab", "browser"], "a failed phase stops the checks running beside it"
+    calls.clear(), stopped.clear()
+    rcs["unit"], rcs["browser"] = 0, 1
+    assert tasks.main(["test"]) == 1 and ("leftovers checked",) not in calls
+    assert calls[-1] == ("waited for", "browser") and stopped == ["oldest"], "the first failure stops the rest"
+    calls.clear(), stopped.clear()
+    rcs["browser"], rcs["leftovers"] = 0, 1
+    assert tasks.main(["test", "-x"]) == 1 and calls == everything, \
+        "something left on the machine fails the run"
+
+
+def test_each_check_alone(monkeypatch):
+    calls = []
+    monkeypatch.setattr(tasks, "setup", lambda: None)
+    monkeypatch.setattr(tasks, "suite", lambda args: calls.append(("suite", args)) or 0)
+    monkeypatch.setattr(tasks, "oldest_check", lambda args: calls.append(("oldest", args)) or 0)
     monkeypatch.setattr(tasks, "colab_check", lambda: calls.append(("colab",)) or 0)
-    monkeypatch.setattr(tasks, "start_colab", lambda: _Background(calls))
-    monkeypatch.setattr(tasks, "COLAB_LOG", tmp_path / "colab.log")
-    (tmp_path / "colab.log").write_text("Colab (simulated): ...\n")
-    monkeypatch.setattr(tasks.os, "killpg", lambda pid, sig: stopped.append((pid, sig)))
-    suite_rc, oldest_rc = [0], [0]
-    assert tasks.main(["test"]) == 0 and calls == [("suite", []), ("oldest", []), ("colab waited for",)]
-    calls.clear()
-    assert tasks.main(["test", "-x", "tests/test_idx.py"]) == 0
-    assert calls == [("suite", ["-x", "tests/test_idx.py"]), ("oldest", []), ("colab waited for",)], \
-        "pytest arguments: the suite's"
-    calls.clear()
-    assert tasks.main(["test", "--newest", "-x"]) == 0 and calls == [("suite", ["-x"])]
-    calls.clear()
-    assert tasks.main(["test", "--oldest", "-x"]) == 0 and calls == [("oldest", ["-x"])]
-    calls.clear()
-    assert tasks.main(["test", "--colab"]) == 0 and calls == [("colab",)]
-    assert stopped == [], "a finished background run is not signalled"
-    calls.clear()
-    oldest_rc[0] = 1
-    assert tasks.main(["test"]) == 1 and calls == [("suite", []), ("oldest", []), ("colab waited for",)]
-    assert stopped == [(4242, tasks.signal.SIGTERM)], "a failed check stops the background run's group"
-    calls.clear()
-    suite_rc[0] = 1
-    assert tasks.main(["test"]) == 1 and calls == [("suite", []), ("colab waited for",)], "a failed suite stops there"
+    monkeypatch.setattr(tasks, "browser_tests", lambda env: calls.append(("browser", env["COURSE_OFFLINE"])) or 0)
+    for argv, expected in [(["--newest", "-x"], ("suite", ["-x"])), (["--oldest", "-x"], ("oldest", ["-x"])),
+                           (["--colab"], ("colab",)), (["--browser"], ("browser", "1"))]:
+        calls.clear()
+        assert tasks.main(["test", *argv]) == 0 and calls == [expected], argv
+
+
+def test_a_check_beside_logs_its_output_and_is_stopped_with_its_whole_group(tmp_path, monkeypatch):
+    monkeypatch.setattr(tasks, "BACKGROUND_LOGS", tmp_path)
+    code = ("import os, signal, subprocess, sys, time; "
+            "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)']); "
+            "print(os.environ['COURSE_LEFTOVERS_CHECKED_BY'], child.pid, flush=True); "
+            "signal.signal(signal.SIGINT, lambda *_: print('interrupted', flush=True) or sys.exit(3)); "
+            "time.sleep(120)")
+    process = tasks.start_beside("demo", [sys.executable, "-c", code], stop=tasks.signal.SIGINT)
+    log = tmp_path / "demo.log"
+    deadline = time.monotonic() + 60
+    while not log.read_text().strip() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    said, child = log.read_text().split()
+    assert said == "tasks.py", "its pytest sessions leave the leftovers check to tasks.py"
+    assert os.getpgid(int(child)) == process.pid != os.getpgid(0), "a process group of its own"
+    tasks.stop_group(process, grace_s=30, sig=process.course_stop)
+    assert process.returncode == 3 and "interrupted" in log.read_text(), "stopped by its own signal first"
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(int(child), 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail("its child outlived the stop")
+
+
+def test_the_oldest_check_beside_nbval_starts_no_cluster_or_network():
+    """It runs beside nbval, whose notebooks start Slurm clusters and networks, and whose tests look at every
+    such process: a test that starts one must be marked versionless or notebook, which the oldest check skips."""
+    import test_netlab
+    import test_slurm
+
+    for module in (test_slurm, test_netlab):
+        marked = getattr(module, "pytestmark", [])
+        module_marks = [m.name for m in (marked if isinstance(marked, list) else [marked])]
+        for name, function in vars(module).items():
+            if not name.startswith("test_"):
+                continue
+            marks = getattr(function, "pytestmark", [])
+            starts = any(m.name == "skipif" and m.kwargs.get("reason", "").startswith(
+                ("no local Slurm cluster here", "network namespaces unavailable")) for m in marks)
+            if starts or {"local_cluster", "Network"} & set(function.__code__.co_names):
+                skipped = {"versionless", "notebook"} & {*module_marks, *(m.name for m in marks)}
+                assert skipped, f"{module.__name__}.{name} starts a cluster or network in the oldest check"
 
 
 def test_the_suite_lints_first_and_a_finding_fails_it(monkeypatch):

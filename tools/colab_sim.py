@@ -14,7 +14,7 @@ Checked afterwards, from ``pip list`` before and after the install cell:
 
     python -m tools.colab_sim            # build/colab/: the venv, the executed notebooks, report.json
     python -m tools.colab_sim --regenerate FREEZE   # rewrite colab-runtime.txt from Colab's pip freeze
-    python3 tasks.py test                # runs it after the oldest-versions check (--colab: only it)
+    python3 tasks.py test                # runs it beside the unit tests (--colab: only it)
 """
 
 from __future__ import annotations
