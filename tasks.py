@@ -373,6 +373,13 @@ def log_of(process: subprocess.Popen) -> Path:
     return process.course_log  # set by start_beside
 
 
+BESIDE_NICENESS = 10  # the phases' own processes come first; what runs beside them takes the idle core time
+
+
+def _beside_priority() -> None:
+    os.nice(BESIDE_NICENESS)
+
+
 def start_beside(name: str, command: list, stop: int = signal.SIGTERM) -> subprocess.Popen:
     """``command`` in the background, in a process group of its own, its output to build/test-logs/NAME.log;
     ``stop``: the signal that stops it (``stop_group``). Its pytest sessions leave the leftovers check to
@@ -382,7 +389,7 @@ def start_beside(name: str, command: list, stop: int = signal.SIGTERM) -> subpro
     env = {**_venv_env(), "COURSE_LEFTOVERS_CHECKED_BY": "tasks.py"}
     with log_path.open("w") as log:
         process = subprocess.Popen([str(c) for c in command], cwd=ROOT, env=env, stdout=log,
-                                   stderr=subprocess.STDOUT, start_new_session=True)
+                                   stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_beside_priority)
     process.course_log, process.course_stop = log_path, stop
     return process
 

@@ -346,7 +346,7 @@ def test_a_check_beside_logs_its_output_and_is_stopped_with_its_whole_group(tmp_
     monkeypatch.setattr(tasks, "BACKGROUND_LOGS", tmp_path)
     code = ("import os, signal, subprocess, sys, time; "
             "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)']); "
-            "print(os.environ['COURSE_LEFTOVERS_CHECKED_BY'], child.pid, flush=True); "
+            "print(os.environ['COURSE_LEFTOVERS_CHECKED_BY'], child.pid, os.nice(0), flush=True); "
             "signal.signal(signal.SIGINT, lambda *_: print('interrupted', flush=True) or sys.exit(3)); "
             "time.sleep(120)")
     process = tasks.start_beside("demo", [sys.executable, "-c", code], stop=tasks.signal.SIGINT)
@@ -354,8 +354,9 @@ def test_a_check_beside_logs_its_output_and_is_stopped_with_its_whole_group(tmp_
     deadline = time.monotonic() + 60
     while not log.read_text().strip() and time.monotonic() < deadline:
         time.sleep(0.1)
-    said, child = log.read_text().split()
+    said, child, niceness = log.read_text().split()
     assert said == "tasks.py", "its pytest sessions leave the leftovers check to tasks.py"
+    assert int(niceness) == min(19, os.nice(0) + tasks.BESIDE_NICENESS), "the phases' own processes come first"
     assert os.getpgid(int(child)) == process.pid != os.getpgid(0), "a process group of its own"
     tasks.stop_group(process, grace_s=30, sig=process.course_stop)
     assert process.returncode == 3 and "interrupted" in log.read_text(), "stopped by its own signal first"
