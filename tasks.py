@@ -474,8 +474,9 @@ def nbval(env: dict) -> int:
     staged = ROOT / "build" / "nbval"
     run([PY, "-m", "tools.stage_nbval", staged], cwd=ROOT, env=env)
     # Two notebooks at a time (pytest-xdist, a notebook's cells on one worker: --dist loadfile): one uses
-    # about half of a 2-core machine, waiting on worker processes, barriers and start-ups (three: 5 % faster,
-    # every notebook slower). The longest first, so that no worker is left alone with one at the end.
+    # about half of a 2-core machine, waiting on worker processes, barriers and start-ups (three: 556 s
+    # against 589 alone, and 634 s, the same as two, with the oldest-versions check beside them). The longest
+    # first, so that no worker is left alone with one at the end.
     return subprocess.run(
         [PY, "-m", "pytest", "-p", "no:cacheprovider", *TWO_AT_A_TIME, "--durations=15", "--nbval-lax",
          "--nbval-current-env", "--nbval-sanitize-with", ROOT / "tests" / "nbval_sanitize.cfg", "-o", "testpaths=",

@@ -28,6 +28,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from process_checks import alive, wait_until
 from tools.notebook_params import ROOT, course_notebooks
 
 DEV_TOOLS = {"jupyterlab", "ipykernel", "nbformat", "papermill", "nbval", "pytest"}
@@ -360,15 +361,7 @@ def test_a_check_beside_logs_its_output_and_is_stopped_with_its_whole_group(tmp_
     assert os.getpgid(int(child)) == process.pid != os.getpgid(0), "a process group of its own"
     tasks.stop_group(process, grace_s=30, sig=process.course_stop)
     assert process.returncode == 3 and "interrupted" in log.read_text(), "stopped by its own signal first"
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            os.kill(int(child), 0)
-        except ProcessLookupError:
-            break
-        time.sleep(0.1)
-    else:
-        pytest.fail("its child outlived the stop")
+    wait_until(lambda: not alive(int(child)), timeout=10, what="its child gone with its group")
 
 
 def test_the_oldest_check_beside_nbval_starts_no_cluster_or_network():
