@@ -327,7 +327,7 @@ def test(args: list[str]) -> int:
     return side_by_side(args)
 
 
-BACKGROUND_LOGS = ROOT / "build" / "test-logs"  # the output of the checks that run beside the others
+TEST_LOGS = ROOT / "build" / "test-logs"  # the output of the checks that run beside the others, unit.xml
 LEFTOVERS_BEFORE = ROOT / "build" / "leftovers-before.txt"
 
 
@@ -384,8 +384,8 @@ def start_beside(name: str, command: list, stop: int = signal.SIGTERM) -> subpro
     """``command`` in the background, in a process group of its own, its output to build/test-logs/NAME.log;
     ``stop``: the signal that stops it (``stop_group``). Its pytest sessions leave the leftovers check to
     this run: other phases' clusters come and go meanwhile."""
-    BACKGROUND_LOGS.mkdir(parents=True, exist_ok=True)
-    log_path = BACKGROUND_LOGS / f"{name}.log"
+    TEST_LOGS.mkdir(parents=True, exist_ok=True)
+    log_path = TEST_LOGS / f"{name}.log"
     env = {**_venv_env(), "COURSE_LEFTOVERS_CHECKED_BY": "tasks.py"}
     with log_path.open("w") as log:
         process = subprocess.Popen([str(c) for c in command], cwd=ROOT, env=env, stdout=log,
@@ -455,10 +455,10 @@ def unit_tests(args: list[str], env: dict) -> int:
     # Each notebook is executed once: nbval's run below is the smoke run (it fails on any error), so the
     # papermill smoke tests (marker smoke_run, for running pytest directly) are left out here.
     select = [] if "-m" in args else ["-m", "not smoke_run and not browser"]
-    # The slowest tests and notebook cells are listed at the end of each run (--durations): what to look at
-    # first when the suite outgrows its time budget.
-    return subprocess.run([PY, "-m", "pytest", "tests", *TWO_AT_A_TIME, "--durations=15", *select, *args], cwd=ROOT,
-                          env=env).returncode
+    # The slowest tests and notebook cells are listed at the end of each run (--durations), and every test's
+    # time is in build/test-logs/unit.xml: what to look at first when the suite outgrows its time budget.
+    return subprocess.run([PY, "-m", "pytest", "tests", *TWO_AT_A_TIME, "--durations=15",
+                           f"--junitxml={TEST_LOGS / 'unit.xml'}", *select, *args], cwd=ROOT, env=env).returncode
 
 
 def nbval(env: dict) -> int:

@@ -344,7 +344,7 @@ def test_each_check_alone(monkeypatch):
 
 
 def test_a_check_beside_logs_its_output_and_is_stopped_with_its_whole_group(tmp_path, monkeypatch):
-    monkeypatch.setattr(tasks, "BACKGROUND_LOGS", tmp_path)
+    monkeypatch.setattr(tasks, "TEST_LOGS", tmp_path)
     code = ("import os, signal, subprocess, sys, time; "
             "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)']); "
             "print(os.environ['COURSE_LEFTOVERS_CHECKED_BY'], child.pid, os.nice(0), flush=True); "
