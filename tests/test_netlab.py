@@ -166,7 +166,8 @@ def test_interrupted_and_killed_owners(prefix, how):
         from course_utils import netlab
         with netlab.Network(2, prefix={prefix!r}, rate="100mbit"):
             print("up", flush=True)
-            time.sleep(600)  # longer than any wait below: only the signal ends it
+            for _ in range(600):  # longer than any wait below: only the signal ends it. In 1 s steps: a
+                time.sleep(1)     # SIGINT handled just before one long sleep began would wait for its end
         """)], stdout=subprocess.PIPE, text=True)
     assert owner.stdout.readline().strip() == "up"
     owner.send_signal(getattr(signal, how))

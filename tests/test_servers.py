@@ -61,7 +61,8 @@ with servers.start(script, cluster=cluster, args=[plan], log_dir=log_dir) as tas
     tasks.wait_listening(timeout=60)
     try:
         print("listening", flush=True)
-        time.sleep(120)
+        for _ in range(120):  # in 1 s steps: a SIGINT handled just before one long sleep began would wait for its end
+            time.sleep(1)
     except KeyboardInterrupt:
         print("interrupted", flush=True)
         raise

@@ -349,7 +349,7 @@ def test_a_check_beside_logs_its_output_and_is_stopped_with_its_whole_group(tmp_
             "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)']); "
             "print(os.environ['COURSE_LEFTOVERS_CHECKED_BY'], child.pid, os.nice(0), flush=True); "
             "signal.signal(signal.SIGINT, lambda *_: print('interrupted', flush=True) or sys.exit(3)); "
-            "time.sleep(120)")
+            "[time.sleep(1) for _ in range(120)]")  # in steps: a signal handled just before one long sleep would wait
     process = tasks.start_beside("demo", [sys.executable, "-c", code], stop=tasks.signal.SIGINT)
     log = tmp_path / "demo.log"
     deadline = time.monotonic() + 60
