@@ -331,6 +331,12 @@ TEST_LOGS = ROOT / "build" / "test-logs"  # the output of the checks that run be
 LEFTOVERS_BEFORE = ROOT / "build" / "leftovers-before.txt"
 
 
+def set_up_and_lint() -> bool:
+    """Set up, then lint: a finding fails the tests before they start."""
+    setup()
+    return ruff([]) == 0
+
+
 def side_by_side(args: list[str]) -> int:
     """Lint, then the unit tests, then nbval, with the lighter checks beside them: most of each phase waits
     on processes it started, and leaves a core idle about half the time. Colab simulated and the browser
@@ -338,8 +344,7 @@ def side_by_side(args: list[str]) -> int:
     network, which nbval's notebooks do). Each runs in a process group of its own, its output in
     build/test-logs/ and printed when it ends; all are stopped however the run ends. Last, nothing the
     course starts may be left on the machine (``tools/leftovers.py``)."""
-    setup()
-    if ruff([]) != 0:  # a lint finding fails the tests before they start
+    if not set_up_and_lint():
         return 1
     run([PY, "-m", "tools.leftovers", "--save", LEFTOVERS_BEFORE], cwd=ROOT, env=_venv_env())
     beside: dict[str, subprocess.Popen] = {}
@@ -356,9 +361,9 @@ def side_by_side(args: list[str]) -> int:
         for name, process in beside.items():
             if rc != 0:
                 break
-            say(f"{name} (ran beside the tests above; its output, also in {log_of(process)}):")
+            say(f"{name} (ran beside the tests above; its output, also in {process.course_log}):")
             rc = process.wait()
-            print(log_of(process).read_text(), end="", flush=True)
+            print(process.course_log.read_text(), end="", flush=True)
         if rc == 0:
             say("nothing the course started is left on this machine (tools/leftovers.py)")
             rc = subprocess.run([PY, "-m", "tools.leftovers", "--since", LEFTOVERS_BEFORE], cwd=ROOT,
@@ -367,10 +372,6 @@ def side_by_side(args: list[str]) -> int:
     finally:
         for process in beside.values():
             stop_group(process, grace_s=30, sig=process.course_stop)
-
-
-def log_of(process: subprocess.Popen) -> Path:
-    return process.course_log  # set by start_beside
 
 
 BESIDE_NICENESS = 10  # the phases' own processes come first; what runs beside them takes the idle core time
@@ -443,8 +444,7 @@ def nbval_order(staged: Path) -> list[Path]:
 
 def suite(args: list[str]) -> int:
     """Lint, the unit tests, nbval, then the browser tests, one after another."""
-    setup()
-    if ruff([]) != 0:  # a lint finding fails the tests before they start
+    if not set_up_and_lint():
         return 1
     env = _venv_env(offline=True)
     return unit_tests(args, env) or nbval(env) or browser_tests(env)
