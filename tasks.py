@@ -346,7 +346,8 @@ def side_by_side(args: list[str]) -> int:
     course starts may be left on the machine (``tools/leftovers.py``)."""
     if not set_up_and_lint():
         return 1
-    run([PY, "-m", "tools.leftovers", "--save", LEFTOVERS_BEFORE], cwd=ROOT, env=_venv_env())
+    if subprocess.run([PY, "-m", "tools.leftovers", "--save", LEFTOVERS_BEFORE], cwd=ROOT, env=_venv_env()).returncode:
+        return 1  # a killed run's network namespaces, which a notebook would stop on (it says how to remove them)
     beside: dict[str, subprocess.Popen] = {}
     try:
         beside[COLAB_SAYS] = start_beside("colab", COLAB_COMMAND)

@@ -36,6 +36,22 @@ def test_a_run_fails_on_what_appeared_since_its_start_and_names_it(tmp_path, cap
         already.rmdir()
 
 
+def test_every_notebooks_network_and_slurms_namespaces_are_the_courses():
+    assert all(leftovers.COURSE_NAMESPACE.match(name) for name in ("dtc-hub", "dtc-0", "dtcin-1", "s0f3a-node1"))
+    assert not any(leftovers.COURSE_NAMESPACE.match(name) for name in ("t01234-0", "other-0", "dtc0-1", "sx12-0"))
+
+
+def test_a_run_stops_at_its_start_on_a_killed_runs_network_and_says_how_to_remove_it(monkeypatch, tmp_path,
+                                                                                      capsys):
+    there = {"namespace dtcin-hub", "namespace dtcin-0", "namespace dtc-probe-4242", "namespace s0f3a-node1"}
+    monkeypatch.setattr(leftovers, "course_leftovers", lambda: set(there))
+    assert leftovers.main(["--save", str(tmp_path / "before.txt")]) == 1
+    said = capsys.readouterr().err
+    assert "ip netns delete dtcin-0 && ip netns delete dtcin-hub" in said and "probe" not in said
+    there -= {"namespace dtcin-hub", "namespace dtcin-0"}  # a probe in flight, a Slurm cluster's: names of their own
+    assert leftovers.main(["--save", str(tmp_path / "before.txt")]) == 0
+
+
 LEAVES = """
 import tempfile
 

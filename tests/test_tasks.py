@@ -288,7 +288,8 @@ class _Background:
 
 
 def test_the_whole_run_puts_the_lighter_checks_beside_the_unit_tests_and_nbval(monkeypatch, tmp_path):
-    calls, rcs = [], {"unit": 0, "nbval": 0, "colab": 0, "browser": 0, "oldest": 0, "leftovers": 0}
+    calls, rcs = [], {"unit": 0, "nbval": 0, "colab": 0, "browser": 0, "oldest": 0, "leftovers": 0,
+                      "killed run's network": 0}
 
     def start_beside(name, command, stop=None):
         calls.append(("started", name))
@@ -297,13 +298,12 @@ def test_the_whole_run_puts_the_lighter_checks_beside_the_unit_tests_and_nbval(m
         return _Background(name, calls, rcs[name], log)
 
     def fake_run(cmd, **kwargs):  # only the leftovers check runs through subprocess.run here
-        assert [str(c) for c in cmd[1:4]] == ["-m", "tools.leftovers", "--since"], cmd
-        calls.append(("leftovers checked",))
-        return SimpleNamespace(returncode=rcs["leftovers"])
+        assert [str(c) for c in cmd[1:3]] == ["-m", "tools.leftovers"] and str(cmd[3]) in ("--save", "--since")
+        calls.append(("leftovers saved",) if str(cmd[3]) == "--save" else ("leftovers checked",))
+        return SimpleNamespace(returncode=rcs["killed run's network" if str(cmd[3]) == "--save" else "leftovers"])
 
     monkeypatch.setattr(tasks, "setup", lambda: None)
     monkeypatch.setattr(tasks, "ruff", lambda args: calls.append(("lint",)) or 0)
-    monkeypatch.setattr(tasks, "run", lambda cmd, **kw: calls.append(("leftovers saved",)))
     monkeypatch.setattr(tasks, "unit_tests", lambda args, env: calls.append(("unit", args)) or rcs["unit"])
     monkeypatch.setattr(tasks, "nbval", lambda env: calls.append(("nbval",)) or rcs["nbval"])
     monkeypatch.setattr(tasks, "start_beside", start_beside)
@@ -328,6 +328,10 @@ def test_the_whole_run_puts_the_lighter_checks_beside_the_unit_tests_and_nbval(m
     rcs["browser"], rcs["leftovers"] = 0, 1
     assert tasks.main(["test", "-x"]) == 1 and calls == everything, \
         "something left on the machine fails the run"
+    calls.clear()
+    rcs["leftovers"], rcs["killed run's network"] = 0, 1
+    assert tasks.main(["test"]) == 1 and calls == [("lint",), ("leftovers saved",)], \
+        "a killed run's network stops the run before anything starts"
 
 
 def test_each_check_alone(monkeypatch):
