@@ -479,7 +479,8 @@ def nbval(env: dict) -> int:
     # against 589 alone, and 634 s, the same as two, with the oldest-versions check beside them). The longest
     # first, so that no worker is left alone with one at the end.
     return subprocess.run(
-        [PY, "-m", "pytest", "-p", "no:cacheprovider", *TWO_AT_A_TIME, "--durations=15", "--nbval-lax",
+        [PY, "-m", "pytest", "-p", "no:cacheprovider", *TWO_AT_A_TIME, "--durations=15",
+         f"--junitxml={TEST_LOGS / 'nbval.xml'}", "--nbval-lax",
          "--nbval-current-env", "--nbval-sanitize-with", ROOT / "tests" / "nbval_sanitize.cfg", "-o", "testpaths=",
          *nbval_order(staged)], cwd=staged, env=env).returncode
 

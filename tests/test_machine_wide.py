@@ -6,7 +6,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from machine_wide import LONGEST_FIRST, MACHINE_WIDE, scope
+from machine_wide import IN_STEP, LONGEST_FIRST, MACHINE_WIDE, scope
 
 TESTS = Path(__file__).resolve().parent
 
@@ -27,7 +27,7 @@ SAMPLE = textwrap.dedent("""
 
 def test_the_machine_wide_files_run_on_one_worker_one_test_at_a_time(tmp_path):
     names = ["test_slurm.py", "test_netlab.py", "test_stress.py", "test_other_a.py", "test_other_b.py",
-             "test_worker_exit.py"]
+             "test_worker_exit.py", "test_multi_worker_scripts.py"]
     for name in names:  # test_worker_exit.py (first in LONGEST_FIRST) has the fewest tests: xdist would send it last
         one = name == "test_worker_exit.py"
         (tmp_path / name).write_text(SAMPLE.replace("range(3)", "range(1)") if one else SAMPLE)
@@ -41,12 +41,13 @@ def test_the_machine_wide_files_run_on_one_worker_one_test_at_a_time(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     ran = [json.loads(line) for line in records.read_text().splitlines()]
     assert len(ran) == 3 * len(names) - 2
-    wide = [r for r in ran if r["test"].split("::")[0] in MACHINE_WIDE]
-    assert len({r["worker"] for r in wide}) == 1, "the machine-wide files' tests ran on two workers"
-    wide.sort(key=lambda r: r["start"])
-    assert all(a["end"] <= b["start"] for a, b in zip(wide, wide[1:])), "two machine-wide tests overlapped"
+    for group, what in ((MACHINE_WIDE, "machine-wide"), (IN_STEP, "in-step")):
+        wide = [r for r in ran if r["test"].split("::")[0] in group]
+        assert len({r["worker"] for r in wide}) == 1, f"the {what} files' tests ran on two workers"
+        wide.sort(key=lambda r: r["start"])
+        assert all(a["end"] <= b["start"] for a, b in zip(wide, wide[1:])), f"two {what} tests overlapped"
     assert {r["worker"] for r in ran} == {"gw0", "gw1"}, "the other files did not use the second worker"
-    for name in ("test_other_a.py", "test_other_b.py", "test_worker_exit.py"):
+    for name in ("test_other_a.py", "test_other_b.py", "test_worker_exit.py", "test_multi_worker_scripts.py"):
         assert len({r["worker"] for r in ran if r["test"].startswith(name)}) == 1, f"{name} was split"
     others = min(r["start"] for r in ran if r["test"].startswith("test_other"))
     assert next(r for r in ran if r["test"].startswith("test_worker_exit.py"))["start"] < others, \
@@ -56,5 +57,7 @@ def test_the_machine_wide_files_run_on_one_worker_one_test_at_a_time(tmp_path):
 def test_scopes_and_the_order_name_files_that_exist():
     assert scope("tests/test_slurm.py::test_x[a::b]") == scope("tests/test_netlab.py::test_y") == "machine-wide"
     assert scope("tests/test_tasks.py::test_z") == "tests/test_tasks.py"
+    in_step = scope("tests/test_worker_exit.py::test_a"), scope("tests/test_multi_worker_scripts.py::test_b")
+    assert in_step == ("in-step", "in-step")
     missing = [name for name in LONGEST_FIRST if not (TESTS / name).exists()]
     assert not missing, f"machine_wide.py names files that are gone: {missing}"
