@@ -185,10 +185,31 @@ def _signal_group(proc: subprocess.Popen, sig) -> None:
         pass
 
 
+def _group_running(pgid: int) -> bool:
+    """Whether a process of group ``pgid`` still runs (a zombie does not: whoever inherited it reaps it).
+    Linux's /proc; elsewhere, whether the group still exists."""
+    if not os.path.isdir("/proc/self"):
+        try:
+            os.killpg(pgid, 0)
+            return True
+        except (ProcessLookupError, PermissionError):
+            return False
+    for entry in os.scandir("/proc"):
+        try:  # /proc/PID/stat: "PID (name) STATE PPID PGRP ..."; the name may hold spaces and parentheses
+            state, _ppid, group = Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()[:3]
+        except (OSError, ValueError, IndexError):
+            continue  # not a process, or it ended meanwhile
+        if int(group) == pgid and state not in ("Z", "X"):
+            return True
+    return False
+
+
 def stop(procs, grace: float = 5.0, kill: bool = False) -> None:
     """Stop the process groups of ``procs`` together: SIGTERM (SIGKILL at once with ``kill``), SIGKILL
     to what is left after ``grace`` seconds, then reap. Groups whose leader already exited are killed
-    too (their leftover children). An interrupt meanwhile kills everything left, then propagates."""
+    too (their leftover children). It returns once no process of the groups runs (SIGKILL takes effect
+    when the process is next scheduled: on a busy machine, later than ``kill`` returns; at most 5 s more).
+    An interrupt meanwhile kills everything left, then propagates."""
     procs = list(procs)
     try:
         for proc in procs:
@@ -205,6 +226,10 @@ def stop(procs, grace: float = 5.0, kill: bool = False) -> None:
                 _signal_group(proc, signal.SIGKILL)
                 proc.wait()
                 LIVE.pop(proc.pid, None)
+            gone_by = time.monotonic() + 5.0
+            for proc in procs:
+                while _group_running(proc.pid) and time.monotonic() < gone_by:
+                    time.sleep(0.01)
 
 
 @atexit.register
