@@ -185,23 +185,28 @@ def _signal_group(proc: subprocess.Popen, sig) -> None:
         pass
 
 
-def _group_running(pgid: int) -> bool:
-    """Whether a process of group ``pgid`` still runs (a zombie does not: whoever inherited it reaps it).
-    Linux's /proc; elsewhere, whether the group still exists."""
+def _groups_running(pgids: set[int]) -> set[int]:
+    """Those of the process groups ``pgids`` in which a process still runs (a zombie does not: whoever
+    inherited it reaps it). Linux's /proc, read once; elsewhere, whether each group still exists."""
     if not os.path.isdir("/proc/self"):
-        try:
-            os.killpg(pgid, 0)
-            return True
-        except (ProcessLookupError, PermissionError):
-            return False
+        return {pgid for pgid in pgids if _group_exists(pgid)}
+    running = set()
     for entry in os.scandir("/proc"):
         try:  # /proc/PID/stat: "PID (name) STATE PPID PGRP ..."; the name may hold spaces and parentheses
             state, _ppid, group = Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()[:3]
         except (OSError, ValueError, IndexError):
             continue  # not a process, or it ended meanwhile
-        if int(group) == pgid and state not in ("Z", "X"):
-            return True
-    return False
+        if int(group) in pgids and state not in ("Z", "X"):
+            running.add(int(group))
+    return running
+
+
+def _group_exists(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
 
 
 def stop(procs, grace: float = 5.0, kill: bool = False) -> None:
@@ -226,9 +231,10 @@ def stop(procs, grace: float = 5.0, kill: bool = False) -> None:
                 _signal_group(proc, signal.SIGKILL)
                 proc.wait()
                 LIVE.pop(proc.pid, None)
-            gone_by = time.monotonic() + 5.0
-            for proc in procs:
-                while _group_running(proc.pid) and time.monotonic() < gone_by:
+            left, gone_by = {proc.pid for proc in procs}, time.monotonic() + 5.0
+            while left and time.monotonic() < gone_by:
+                left = _groups_running(left)
+                if left:
                     time.sleep(0.01)
 
 

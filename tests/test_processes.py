@@ -165,12 +165,12 @@ def test_a_group_of_zombies_is_not_running():
     leader = subprocess.Popen([sys.executable, "-c", "import time; print('up', flush=True); time.sleep(300)"],
                               stdout=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        assert leader.stdout.readline() == "up\n" and processes._group_running(leader.pid)
+        assert leader.stdout.readline() == "up\n" and processes._groups_running({leader.pid}) == {leader.pid}
         os.kill(leader.pid, signal.SIGKILL)
         wait_until(lambda: not alive(leader.pid), what="the leader to be a zombie")  # not reaped yet
-        assert os.path.exists(f"/proc/{leader.pid}") and not processes._group_running(leader.pid)
+        assert os.path.exists(f"/proc/{leader.pid}") and processes._groups_running({leader.pid}) == set()
     finally:
         leader.kill()
         leader.wait()
         leader.stdout.close()
-    assert not processes._group_running(leader.pid)
+    assert processes._groups_running({leader.pid}) == set()
