@@ -187,16 +187,18 @@ def _signal_group(proc: subprocess.Popen, sig) -> None:
 
 def _groups_running(pgids: set[int]) -> set[int]:
     """Those of the process groups ``pgids`` in which a process still runs (a zombie does not: whoever
-    inherited it reaps it). Linux's /proc, read once; elsewhere, whether each group still exists."""
-    if not os.path.isdir("/proc/self"):
-        return {pgid for pgid in pgids if _group_exists(pgid)}
+    inherited it reaps it). A group with no process left at all costs one ``killpg`` (the usual case);
+    the others are told apart from zombies by Linux's /proc, read once (elsewhere they count as running)."""
+    existing = {pgid for pgid in pgids if _group_exists(pgid)}  # zombies included
+    if not existing or not os.path.isdir("/proc/self"):
+        return existing
     running = set()
     for entry in os.scandir("/proc"):
         try:  # /proc/PID/stat: "PID (name) STATE PPID PGRP ..."; the name may hold spaces and parentheses
             state, _ppid, group = Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()[:3]
         except (OSError, ValueError, IndexError):
             continue  # not a process, or it ended meanwhile
-        if int(group) in pgids and state not in ("Z", "X"):
+        if int(group) in existing and state not in ("Z", "X"):
             running.add(int(group))
     return running
 

@@ -298,9 +298,10 @@ def test_the_whole_run_puts_the_lighter_checks_beside_the_unit_tests_and_nbval(m
         return _Background(name, calls, rcs[name], log)
 
     def fake_run(cmd, **kwargs):  # only the leftovers check runs through subprocess.run here
-        assert [str(c) for c in cmd[1:3]] == ["-m", "tools.leftovers"] and str(cmd[3]) in ("--save", "--since")
-        calls.append(("leftovers saved",) if str(cmd[3]) == "--save" else ("leftovers checked",))
-        return SimpleNamespace(returncode=rcs["killed run's network" if str(cmd[3]) == "--save" else "leftovers"])
+        option = str(cmd[3])
+        assert [str(c) for c in cmd[1:3]] == ["-m", "tools.leftovers"] and option in ("--save", "--since")
+        calls.append(("leftovers saved",) if option == "--save" else ("leftovers checked",))
+        return SimpleNamespace(returncode=rcs["killed run's network" if option == "--save" else "leftovers"])
 
     monkeypatch.setattr(tasks, "setup", lambda: None)
     monkeypatch.setattr(tasks, "ruff", lambda args: calls.append(("lint",)) or 0)
