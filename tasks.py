@@ -261,6 +261,9 @@ def setup_oldest() -> None:
 def _venv_env(venv_dir: Path = VENV, offline: bool = False) -> dict[str, str]:
     """This environment with ``venv_dir`` first on PATH; ``offline``: COURSE_OFFLINE=1 (no test needs the network)."""
     env = dict(os.environ, **({"COURSE_OFFLINE": "1"} if offline else {}))
+    # Bytecode cached in __pycache__ (git ignores it): where PYTHONDONTWRITEBYTECODE is set, every pytest process
+    # would rewrite and compile every test module again (3 CPU-s of the 10 s a collection of tests/ takes here).
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["PATH"] = f"{venv_python(venv_dir).parent}{os.pathsep}{env.get('PATH', '')}"
     env["VIRTUAL_ENV"] = str(venv_dir)
     return env
@@ -339,11 +342,9 @@ def set_up_and_lint() -> bool:
 
 def side_by_side(args: list[str]) -> int:
     """Lint, then the unit tests, then nbval, with the lighter checks beside them: most of each phase waits
-    on processes it started, and leaves a core idle part of the time. Each phase gets as much of that work as
-    its idle time holds (measured alone, 2026-11-29: the unit tests left ~110 CPU-seconds idle, nbval ~260):
-    Colab simulated (~110 CPU-s) beside the unit tests, the oldest-versions check (~145) and the browser
-    tests (~120) beside nbval. Neither starts a cluster or network, which nbval's notebooks do. Each runs in a
-    process group of its own, its output in
+    on processes it started, and leaves a core idle about half the time. Colab simulated and the browser
+    tests run beside the unit tests, the oldest-versions check beside nbval (it starts no cluster or
+    network, which nbval's notebooks do). Each runs in a process group of its own, its output in
     build/test-logs/ and printed when it ends; all are stopped however the run ends. Last, nothing the
     course starts may be left on the machine (``tools/leftovers.py``)."""
     if not set_up_and_lint():
@@ -353,13 +354,13 @@ def side_by_side(args: list[str]) -> int:
     beside: dict[str, subprocess.Popen] = {}
     try:
         beside[COLAB_SAYS] = start_beside("colab", COLAB_COMMAND)
+        beside["browser tests"] = start_beside("browser", [sys.executable, ROOT / "tasks.py", "test", "--browser"],
+                                               stop=signal.SIGINT)
         env = _venv_env(offline=True)
         rc = unit_tests(args, env)
         if rc == 0:
             beside["oldest supported versions"] = start_beside(
                 "oldest", [sys.executable, ROOT / "tasks.py", "test", "--oldest"], stop=signal.SIGINT)
-            beside["browser tests"] = start_beside("browser", [sys.executable, ROOT / "tasks.py", "test", "--browser"],
-                                                   stop=signal.SIGINT)
             rc = nbval(env)
         for name, process in beside.items():
             if rc != 0:

@@ -312,21 +312,21 @@ def test_the_whole_run_puts_the_lighter_checks_beside_the_unit_tests_and_nbval(m
     stopped = []
     monkeypatch.setattr(tasks, "stop_group", lambda process, grace_s, sig: stopped.append(process.name)
                         if process.poll() is None else None)
-    everything = [("lint",), ("leftovers saved",), ("started", "colab"), ("unit", ["-x"]), ("started", "oldest"),
-                  ("started", "browser"), ("nbval",), ("waited for", "colab"), ("waited for", "oldest"),
-                  ("waited for", "browser"), ("leftovers checked",)]
+    everything = [("lint",), ("leftovers saved",), ("started", "colab"), ("started", "browser"), ("unit", ["-x"]),
+                  ("started", "oldest"), ("nbval",), ("waited for", "colab"), ("waited for", "browser"),
+                  ("waited for", "oldest"), ("leftovers checked",)]
     assert tasks.main(["test", "-x"]) == 0 and calls == everything and stopped == []
     calls.clear()
     rcs["unit"] = 1
     assert tasks.main(["test"]) == 1
-    assert calls == [("lint",), ("leftovers saved",), ("started", "colab"), ("unit", [])]
-    assert stopped == ["colab"], "a failed phase stops the checks running beside it"
+    assert calls == [("lint",), ("leftovers saved",), ("started", "colab"), ("started", "browser"), ("unit", [])]
+    assert stopped == ["colab", "browser"], "a failed phase stops the checks running beside it"
     calls.clear(), stopped.clear()
-    rcs["unit"], rcs["oldest"] = 0, 1
+    rcs["unit"], rcs["browser"] = 0, 1
     assert tasks.main(["test"]) == 1 and ("leftovers checked",) not in calls
-    assert calls[-1] == ("waited for", "oldest") and stopped == ["browser"], "the first failure stops the rest"
+    assert calls[-1] == ("waited for", "browser") and stopped == ["oldest"], "the first failure stops the rest"
     calls.clear(), stopped.clear()
-    rcs["oldest"], rcs["leftovers"] = 0, 1
+    rcs["browser"], rcs["leftovers"] = 0, 1
     assert tasks.main(["test", "-x"]) == 1 and calls == everything, \
         "something left on the machine fails the run"
     calls.clear()

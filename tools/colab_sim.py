@@ -90,7 +90,9 @@ def make_runtime(venv: Path, runtime: Path = RUNTIME) -> Path:
     uv = [sys.executable, "-m", "uv"]
     subprocess.run([*uv, "venv", "-q", "--python", python, venv], check=True)
     py = venv / "bin" / "python"
-    subprocess.run([*uv, "pip", "install", "-q", "--compile-bytecode", "--python", py, "-r", runtime], check=True)
+    # No --compile-bytecode (21 CPU-s, a third of the simulation's own time): the first kernel compiles and caches
+    # only what it imports (about 6 CPU-s), provided bytecode may be written (tasks.py lets it).
+    subprocess.run([*uv, "pip", "install", "-q", "--python", py, "-r", runtime], check=True)
     site = Path(subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                capture_output=True, text=True, check=True).stdout.strip())
     (site / "google" / "colab").mkdir(parents=True, exist_ok=True)
