@@ -359,8 +359,10 @@ def side_by_side(args: list[str]) -> int:
         env = _venv_env(offline=True)
         rc = unit_tests(args, env)
         if rc == 0:
+            # One pytest process (-n 0): beside nbval it has time, and each xdist worker costs ~12 CPU-s of start-up
+            # and collection that nbval would wait for.
             beside["oldest supported versions"] = start_beside(
-                "oldest", [sys.executable, ROOT / "tasks.py", "test", "--oldest"], stop=signal.SIGINT)
+                "oldest", [sys.executable, ROOT / "tasks.py", "test", "--oldest", "-n", "0"], stop=signal.SIGINT)
             rc = nbval(env)
         for name, process in beside.items():
             if rc != 0:

@@ -291,8 +291,11 @@ def test_the_whole_run_puts_the_lighter_checks_beside_the_unit_tests_and_nbval(m
     calls, rcs = [], {"unit": 0, "nbval": 0, "colab": 0, "browser": 0, "oldest": 0, "leftovers": 0,
                       "killed run's network": 0}
 
+    commands = {}
+
     def start_beside(name, command, stop=None):
         calls.append(("started", name))
+        commands[name] = [str(c) for c in command]
         log = tmp_path / f"{name}.log"
         log.write_text(f"{name}'s output\n")
         return _Background(name, calls, rcs[name], log)
@@ -316,6 +319,7 @@ def test_the_whole_run_puts_the_lighter_checks_beside_the_unit_tests_and_nbval(m
                   ("started", "oldest"), ("nbval",), ("waited for", "colab"), ("waited for", "browser"),
                   ("waited for", "oldest"), ("leftovers checked",)]
     assert tasks.main(["test", "-x"]) == 0 and calls == everything and stopped == []
+    assert commands["oldest"][-4:] == ["test", "--oldest", "-n", "0"], "beside nbval, the oldest check needs no xdist"
     calls.clear()
     rcs["unit"] = 1
     assert tasks.main(["test"]) == 1
