@@ -47,7 +47,8 @@ def write_tests(tmp_path, flaky_marker):
 
 def test_failures_are_counted_per_test_and_the_loops_are_stopped(tmp_path):
     tests = write_tests(tmp_path, tmp_path / "ran-once")
-    done = subprocess.run([sys.executable, "-m", "tools.stress", "--rounds", "2", "--load", "1",
+    # --load-nice 19: the loop takes only idle time, not the other tests' (tasks.py runs two files at a time)
+    done = subprocess.run([sys.executable, "-m", "tools.stress", "--rounds", "2", "--load", "1", "--load-nice", "19",
                            "--out", tmp_path / "out", str(tests)], cwd=ROOT, capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 1, done.stdout + done.stderr
@@ -72,11 +73,12 @@ def test_a_clean_run_exits_0(tmp_path):
 
 def test_ctrl_c_stops_the_busy_loops(tmp_path):
     tests = write_tests(tmp_path, tmp_path / "ran-once")
-    proc = subprocess.Popen([sys.executable, "-m", "tools.stress", "--rounds", "1", "--load", "2",
+    proc = subprocess.Popen([sys.executable, "-m", "tools.stress", "--rounds", "1", "--load", "2", "--load-nice", "19",
                              "--out", tmp_path / "out", str(tests)], cwd=ROOT, env={**os.environ, "SAMPLE_WAIT": "60"},
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         wait_until(lambda: len(busy_loops()) == 2, what="two busy loops", timeout=60)
+        assert [loop.nice() for loop in busy_loops()] == [19, 19], "--load-nice reaches the loops"
         time.sleep(0.5)  # pytest is inside test_waits now or soon; either way the loops must go
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=60)

@@ -13,6 +13,7 @@ Long (about 23 minutes a round on 2 cores): not part of ``tasks.py test``.
 from __future__ import annotations
 
 import argparse
+import os
 import queue
 import subprocess
 import sys
@@ -65,6 +66,9 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3, help="pytest runs (default 3)")
     parser.add_argument("--load", type=int, default=2, help="busy loops on the cores meanwhile (default 2)")
+    parser.add_argument("--load-nice", type=int, default=0, choices=range(20), metavar="0-19",
+                        help="the busy loops' niceness (default 0: they compete with the tests, as a busy machine's "
+                             "other work would; 19: they take only idle time, as this tool's own tests want)")
     parser.add_argument("--out", type=Path, default=ROOT / "build" / "stress", help="where the JUnit reports go")
     parser.add_argument("tests", nargs="*", help="pytest node ids (default: the multi-process tests and smoke runs)")
     args = parser.parse_args(argv)
@@ -72,7 +76,9 @@ def main(argv: list[str]) -> int:
         parser.error("--rounds must be at least 1 and --load at least 0")
     tests = args.tests or [*MULTI_PROCESS_TESTS, *SMOKE_RUNS]
     args.out.mkdir(parents=True, exist_ok=True)
-    loops = [processes.start([sys.executable, "-c", BUSY_LOOP], env={}, log_path=args.out / f"load-{i}.log",
+    nice = ["nice", "-n", str(args.load_nice)] if args.load_nice else []  # nice execs: the loop keeps its command line
+    loops = [processes.start([*nice, sys.executable, "-c", BUSY_LOOP], env={"PATH": os.environ.get("PATH", "")},
+                             log_path=args.out / f"load-{i}.log",
                              lines=queue.Queue())[0] for i in range(args.load)]
     results = []
     try:
