@@ -16,6 +16,7 @@ import sys
 import textwrap
 import threading
 import time
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -83,6 +84,32 @@ def test_cluster_comes_up_idle_and_goes_down_leaving_nothing():
             cluster.node, "idle", str(cluster.cpus)]
         assert 0 < cluster.started_s <= entered
     assert_nothing_left(cluster, before)
+
+
+def test_a_requeued_job_is_started_once_its_requeues_second_is_past():
+    """Slurm refuses a run started within its requeue's second (the old credential): the starter asks for a
+    time after it, the same one at every look until the job runs, and a new one after the next requeue."""
+    asked = []
+
+    class Cluster:
+        def run(self, *command):
+            asked.append(command)
+
+    start = slurm.requeued_starter(Cluster(), after_s=2)
+    start("7", {"JobState": "RUNNING", "Reason": "None"})
+    start("7", {"JobState": "PENDING", "Reason": "None"})  # the old run still completing
+    assert asked == []
+    before = datetime.now()
+    for _ in range(3):
+        start("7", {"JobState": "PENDING", "Reason": "BeginTime"})
+    assert len(asked) == 3 and len(set(asked)) == 1, asked
+    command, when = asked[0][:-1], datetime.fromisoformat(asked[0][-1].removeprefix("StartTime="))
+    assert command == ("scontrol", "update", "JobId=7")
+    assert before.replace(microsecond=0) + timedelta(seconds=1) <= when <= datetime.now() + timedelta(seconds=2)
+    start("7", {"JobState": "RUNNING", "Reason": "None"})
+    time.sleep(1.1)
+    start("7", {"JobState": "PENDING", "Reason": "BeginTime"})  # the next requeue: a new time
+    assert asked[-1][-1] > asked[0][-1], asked
 
 
 NODES = pytest.mark.parametrize("nodes", [None, ["c9", "c10"]], ids=["one node", "two nodes"])
@@ -384,17 +411,13 @@ def test_a_job_at_its_time_limit_saves_is_requeued_and_resumes_at_the_saved_step
     scratch = tmp_path / "tmp"  # the workers' temporary directories: empty again at the end
     scratch.mkdir()
     with slurm.local_cluster() as cluster:
-        def start_requeued_job_now(job_id, fields):  # Slurm holds a requeued job back (reason BeginTime)
-            if fields.get("Reason") == "BeginTime":
-                cluster.run("scontrol", "update", f"JobId={job_id}", "StartTime=now")
-
         job = slurm.submit(ROOT / "cluster" / "slurm" / "mwms.sbatch", cluster, cwd=tmp_path, timeout=900,
                            options=["--time=2", "--ntasks-per-node=2"],
                            args=[ROOT / "cluster" / "workers" / "mwms_custom_loop.py", "--epochs", 50, "--limit", 2048,
                                  "--per-worker-batch", 64, "--out", "out-%j"],
                            env={"PYTHON": sys.executable, "TMPDIR": str(scratch), "CUDA_VISIBLE_DEVICES": "",
                                 "WARN_SECONDS": "60",
-                                **notebook_data_env}, on_poll=start_requeued_job_now)
+                                **notebook_data_env}, on_poll=slurm.requeued_starter(cluster))
         text = job.text()
         assert (job.state, job.exit_code) == ("COMPLETED", 0), text
         restarts = int(slurm.job_fields(cluster, job.id)["Restarts"])

@@ -9,7 +9,8 @@ dies first (``kill -9``, a crashed kernel), a janitor process does the same (``_
 :func:`stop_when_a_cell_fails` stops it when a notebook cell raises, so that a Run All stopped by an
 error leaves nothing running. :func:`submit` runs ``sbatch`` and
 waits; a job Slurm would leave pending forever (more tasks than CPUs: reason ``PartitionConfig``) is
-cancelled and raises :class:`JobNeverStarts`, saying what to change. What runs inside a job's tasks
+cancelled and raises :class:`JobNeverStarts`, saying what to change; :func:`requeued_starter` starts a
+requeued job seconds after its requeue, not after Slurm's two-minute hold. What runs inside a job's tasks
 (the resolver, the ``TF_CONFIG`` wrapper) is in :mod:`course_utils.slurm_tasks`.
 
 Inside: ``_daemons`` (the cluster's daemons, started and stopped) and ``_jobs`` (``sbatch``, waiting, states).
@@ -34,9 +35,10 @@ from course_utils.slurm._jobs import (
            JobTimeout,
            free_port_base,
            job_fields,
+           requeued_starter,
            submit,
 )
 
 __all__ = ["COMMANDS", "FINISHED", "NEVER_STARTS", "SBIN", "Job", "JobFailed", "JobNeverStarts", "JobTimeout",
            "LocalCluster", "SlurmError", "available", "free_port_base", "job_fields", "leftovers", "local_cluster",
-           "stop_when_a_cell_fails", "submit"]
+           "requeued_starter", "stop_when_a_cell_fails", "submit"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from course_utils import processes
@@ -93,6 +94,27 @@ def free_port_base(n: int, host: str = "localhost") -> int:
         if base + n <= 65536 and not any(port_in_use(host, base + i) for i in range(1, n)):
             return base
     raise SlurmError(f"found no {n} consecutive free ports on {host}")
+
+
+def requeued_starter(cluster: LocalCluster, after_s: int = 2):
+    """An ``on_poll`` hook for :func:`submit` that starts a requeued job ``after_s`` seconds after its requeue.
+
+    Slurm holds a requeued job back for about two minutes (reason ``BeginTime``); its owner may move the start
+    (``scontrol update JobId=... StartTime=...``). Not to "now": Slurm revokes the old run's job credential at
+    the requeue, to the second, and a run started within that second is refused, and the job FAILS. Slurm may
+    set its own begin time again while the old run completes, so the hook repeats the same time at every
+    look until the job runs; the next requeue gets a new time.
+    """
+    due: dict[str, str] = {}
+
+    def start(job_id: str, fields: dict) -> None:
+        if fields.get("JobState") == "RUNNING":
+            due.pop(job_id, None)
+        elif fields.get("Reason") == "BeginTime":
+            when = due.setdefault(job_id, (datetime.now() + timedelta(seconds=after_s)).isoformat(timespec="seconds"))
+            cluster.run("scontrol", "update", f"JobId={job_id}", f"StartTime={when}")
+
+    return start
 
 
 def submit(script, cluster: LocalCluster, *, args=(), options=(), cwd=None, env=None, timeout: float = 600,
