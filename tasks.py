@@ -47,6 +47,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import venv
 from pathlib import Path
@@ -97,9 +98,17 @@ def _is_root() -> bool:
 APT_FAILED = ROOT / "build" / "apt-failed.txt"  # installs that failed here: not tried again by every command
 
 
+_APT = threading.Lock()  # one apt-get at a time: setup's packages install beside the venv, which may need one too
+
+
 def _apt_install(*packages: str) -> bool:
     """Install Debian packages when we can (root + apt-get); quietly skip otherwise. A failure (offline, an
     unknown package) is recorded in ``APT_FAILED`` and not retried until that line is deleted."""
+    with _APT:
+        return _apt_install_now(*packages)
+
+
+def _apt_install_now(*packages: str) -> bool:
     if not (_is_root() and shutil.which("apt-get")):
         return False
     wanted = " ".join(packages)
@@ -150,17 +159,19 @@ def uv_pin(constraints: Path) -> str:
     return found.group(0) if found else "uv"
 
 
-def pip_install(py: Path, args: list, constraints: Path, capture: bool = False) -> subprocess.CompletedProcess:
+def pip_install(py: Path, args: list, constraints: Path, capture: bool = False,
+                compile_bytecode: bool = True) -> subprocess.CompletedProcess:
     """``pip install -q ARGS`` into the venv of ``py``, done by uv where it installs (uv, pinned as in
     ``constraints``, downloads and unpacks in parallel: ~15 s instead of ~50 s for the course's venv).
-    uv reads no pip.conf: where it fails (a private index, a platform without its wheel), pip does it."""
+    uv reads no pip.conf: where it fails (a private index, a platform without its wheel), pip does it.
+    ``compile_bytecode=False``: Python compiles each module when first imported instead (uv only)."""
     quiet = {"capture_output": True, "text": True}
     bootstrap = [str(c) for c in [py, "-m", "pip", "install", "-q", uv_pin(constraints)]]
     if subprocess.run(bootstrap, **quiet).returncode == 0:
         # --compile-bytecode: as pip does; without .pyc files every process would compile TensorFlow's
         # Python again where PYTHONDONTWRITEBYTECODE is set (3 s more per `import tensorflow` here).
         done = subprocess.run([str(c) for c in [py, "-m", "uv", "pip", "install", "--python", py, "-q",
-                                                "--compile-bytecode", *args]],
+                                                *["--compile-bytecode"] * compile_bytecode, *args]],
                               **(quiet if capture else {}))
         if done.returncode == 0:
             return done
@@ -196,7 +207,10 @@ def _check(done: subprocess.CompletedProcess) -> None:
 
 def install_oldest() -> None:
     """The oldest-versions install: exactly the pins, no fallback (other versions would prove nothing)."""
-    _check(pip_install(PY_OLDEST, ["-e", f"{ROOT}[dev]", "-c", CONSTRAINTS_OLDEST], CONSTRAINTS_OLDEST))
+    # Not compiled ahead: only the tests use this venv, with bytecode written where first imported (_venv_env), so
+    # the modules they import are compiled once; compiling all 12,000 cost 17 CPU-s beside nbval in CI.
+    _check(pip_install(PY_OLDEST, ["-e", f"{ROOT}[dev]", "-c", CONSTRAINTS_OLDEST], CONSTRAINTS_OLDEST,
+                       compile_bytecode=False))
 
 
 def _install_kernel(py: Path) -> None:
@@ -221,7 +235,17 @@ def _provision(venv_dir: Path, inputs: tuple[str, ...], install, what: str) -> N
 
 
 def setup() -> None:
-    _provision(VENV, SETUP_INPUTS, _install_course, "course_utils and its dependencies")
+    """The course's venv, and the Debian packages the tests and notebooks use, side by side: on a fresh machine
+    both wait on downloads and unpacking (65 s one after the other here, the packages 30 s of it)."""
+    debian = threading.Thread(target=_debian_packages, name="apt-get")
+    debian.start()
+    try:
+        _provision(VENV, SETUP_INPUTS, _install_course, "course_utils and its dependencies")
+    finally:
+        debian.join()
+
+
+def _debian_packages() -> None:
     if not FASHION_MNIST.exists():
         if _apt_install("dataset-fashion-mnist"):
             say("installed Debian's dataset-fashion-mnist (offline Fashion-MNIST)")
@@ -276,11 +300,13 @@ def course(args: list[str]) -> int:
     return ran or subprocess.run([PY, "-m", "tools.make_exercises"], cwd=ROOT, env=_venv_env()).returncode
 
 
-# The unit tests two at a time (pytest-xdist): most wait on processes they start, so one leaves a core idle
-# about half the time. Each file stays on one worker; tests/machine_wide.py keeps the tests that look at every
-# process on the machine (Slurm, network namespaces) on one worker, one at a time, and hands out the longest
-# files first (xdist would otherwise reorder them by their number of tests).
+# The unit tests three at a time (UNIT_WORKERS, pytest-xdist): most wait on processes they start; two at a time
+# (and the checks beside them) left 215 of the phase's 760 core-seconds idle in CI. Each file stays on one
+# worker; tests/machine_wide.py keeps the tests that look at every process on the machine (Slurm, network
+# namespaces) on one worker, one at a time, and hands out the longest files first (xdist would otherwise
+# reorder them by their number of tests).
 TWO_AT_A_TIME = ["-n", "2", "--dist", "loadfile", "--no-loadscope-reorder"]  # files in the order collected
+UNIT_WORKERS = NBVAL_WORKERS = ["-n", "3", *TWO_AT_A_TIME[2:]]
 
 
 def oldest_test_commands(args: list[str]) -> list[list]:
@@ -463,7 +489,7 @@ def unit_tests(args: list[str], env: dict) -> int:
     select = [] if "-m" in args else ["-m", "not smoke_run and not browser"]
     # The slowest tests and notebook cells are listed at the end of each run (--durations), and every test's
     # time is in build/test-logs/unit.xml: what to look at first when the suite outgrows its time budget.
-    return subprocess.run([PY, "-m", "pytest", "tests", *TWO_AT_A_TIME, "--durations=15",
+    return subprocess.run([PY, "-m", "pytest", "tests", *UNIT_WORKERS, "--durations=15",
                            f"--junitxml={TEST_LOGS / 'unit.xml'}", *select, *args], cwd=ROOT, env=env).returncode
 
 
@@ -479,12 +505,12 @@ def nbval(env: dict) -> int:
         say(f"offline Fashion-MNIST not installed: using generated stand-in files in {fake}")
     staged = ROOT / "build" / "nbval"
     run([PY, "-m", "tools.stage_nbval", staged], cwd=ROOT, env=env)
-    # Two notebooks at a time (pytest-xdist, a notebook's cells on one worker: --dist loadfile): one uses
-    # about half of a 2-core machine, waiting on worker processes, barriers and start-ups (three: 556 s
-    # against 589 alone, and 634 s, the same as two, with the oldest-versions check beside them). The longest
-    # first, so that no worker is left alone with one at the end.
+    # Three notebooks at a time (pytest-xdist, a notebook's cells on one worker: --dist loadfile): each waits
+    # on worker processes, barriers and start-ups; two at a time, with the oldest-versions check beside them,
+    # left 12 % of the phase's core time idle in CI (2026-11-29). The longest first, so that no worker is left
+    # alone with one at the end.
     return subprocess.run(
-        [PY, "-m", "pytest", "-p", "no:cacheprovider", *TWO_AT_A_TIME, "--durations=15",
+        [PY, "-m", "pytest", "-p", "no:cacheprovider", *NBVAL_WORKERS, "--durations=15",
          f"--junitxml={TEST_LOGS / 'nbval.xml'}", "--nbval-lax",
          "--nbval-current-env", "--nbval-sanitize-with", ROOT / "tests" / "nbval_sanitize.cfg", "-o", "testpaths=",
          *nbval_order(staged)], cwd=staged, env=env).returncode

@@ -36,27 +36,6 @@ def test_notebook_writes_its_worker_scripts(tmp_path):
 
 
 @pytest.mark.notebook
-def test_keras3_fit_under_multi_worker_strategy_still_fails(tmp_path, notebook_data_env):
-    """keras-team/keras#20585: Keras 3 ``Model.fit`` fails under MultiWorkerMirroredStrategy, which is why
-    notebook 05's fit script uses tf_keras. When this test fails, a Keras release has fixed it: switch
-    the notebook's script to Keras 3 (and drop the --keras switch)."""
-    import keras
-
-    from course_utils import cluster
-
-    script = write_scripts(tmp_path)["mwms_fit.py"]
-    run = cluster.run(script, workers=2, threads=1, show="quiet", check=False, env=notebook_data_env,
-                      log_dir=tmp_path / "logs", timeout=240,
-                      args=["--keras", 3, "--limit", 256, "--test-limit", 128, "--out", tmp_path / "out"])
-    if run.ok:
-        pytest.fail(f"Keras {keras.__version__} trains Model.fit under MultiWorkerMirroredStrategy: "
-                    "keras#20585 looks fixed. Move notebook 05's fit script to Keras 3.")
-    log = run.tasks[0].log_path.read_text()
-    assert "with an unsupported type (<class 'tensorflow.python.distribute.values.PerReplica'>)" in log, \
-        "Keras 3 fit failed differently than keras#20585:\n" + "\n".join(run.tasks[0].last_lines(30))
-
-
-@pytest.mark.notebook
 def test_interrupt_during_training_leaves_nothing_running_and_the_chiefs_checkpoints_intact(
         tmp_path, notebook_data_env):
     """Ctrl-C (a Jupyter interrupt) in the middle of epoch 2 of notebook 05's fit script on two workers,

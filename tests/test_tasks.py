@@ -99,10 +99,12 @@ def test_setup_digest_covers_pyproject_and_constraints(tmp_path):
     assert tasks.setup_digest(tmp_path) == third
 
 
-def _uv_then(py, *args):
-    """The two commands of one install by uv: uv itself (pinned as in constraints.txt), then uv installing."""
+def _uv_then(py, *args, compiled=True):
+    """The two commands of one install by uv: uv itself (pinned as in constraints.txt), then uv installing
+    (``compiled``: every module compiled to bytecode as it installs)."""
     return [[str(py), "-m", "pip", "install", "-q", "uv==0.13.9"],
-            [str(py), "-m", "uv", "pip", "install", "--python", str(py), "-q", "--compile-bytecode", *map(str, args)]]
+            [str(py), "-m", "uv", "pip", "install", "--python", str(py), "-q", *["--compile-bytecode"] * compiled,
+             *map(str, args)]]
 
 
 def test_setup_installs_the_dev_extra_pinned_by_constraints_with_uv(monkeypatch):
@@ -187,6 +189,43 @@ def test_setup_installs_slurm_munge_chromium_iproute2_and_shellcheck_with_apt_on
     assert installs == [], "Ubuntu's chromium-browser will do"
 
 
+def test_setup_installs_the_debian_packages_while_the_venv_installs(monkeypatch):
+    import threading
+
+    asked = threading.Event()
+    monkeypatch.setattr(tasks, "FASHION_MNIST", ROOT / "missing")
+    monkeypatch.setattr(tasks, "_apt_install", lambda *packages: asked.set() or True)
+    overlapped = []
+    monkeypatch.setattr(tasks, "_provision", lambda *args: overlapped.append(asked.wait(timeout=10)))
+    tasks.setup()
+    assert overlapped == [True], "apt-get was asked for nothing while the venv installed"
+
+
+def test_apt_gets_run_one_at_a_time(monkeypatch, tmp_path):
+    import threading
+    import time
+
+    monkeypatch.setattr(tasks, "APT_FAILED", tmp_path / "apt-failed.txt")
+    monkeypatch.setattr(tasks, "_is_root", lambda: True)
+    monkeypatch.setattr(tasks.shutil, "which", lambda name, path=None: f"/usr/bin/{name}")
+    running, most = [], []
+
+    def fake_apt(cmd, **kw):
+        running.append(cmd)
+        most.append(len(running))
+        time.sleep(0.2)
+        running.remove(cmd)
+        return SimpleNamespace(returncode=0)
+
+    monkeypatch.setattr(tasks.subprocess, "run", fake_apt)
+    threads = [threading.Thread(target=tasks._apt_install, args=(name,)) for name in ("chromium", "python3-venv")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert most == [1, 1]
+
+
 def test_a_failed_apt_install_is_recorded_and_not_retried(monkeypatch, tmp_path, capsys):
     calls = []
     monkeypatch.setattr(tasks, "APT_FAILED", tmp_path / "build" / "apt-failed.txt")
@@ -235,7 +274,7 @@ def test_oldest_setup_installs_exactly_the_oldest_pins_once(monkeypatch, tmp_pat
     tasks.setup_oldest()
     assert made == [venv_dir]
     assert [c for c, _ in calls] == [
-        *_uv_then(py, "-e", f"{ROOT}[dev]", "-c", ROOT / "constraints-oldest.txt"),
+        *_uv_then(py, "-e", f"{ROOT}[dev]", "-c", ROOT / "constraints-oldest.txt", compiled=False),
         [str(py), "-m", "ipykernel", "install", "--sys-prefix", "--name", "python3",
          "--display-name", "Python 3 (distributed-training-course)"],
     ]
