@@ -1,6 +1,6 @@
-"""Two tests at a time without two of them looking at the same processes.
+"""Several tests at a time without two of them looking at the same processes.
 
-``tasks.py test`` runs the unit tests with pytest-xdist, ``-n 2 --dist loadfile --no-loadscope-reorder``: each
+``tasks.py test`` runs the unit tests with pytest-xdist, ``-n 3 --dist loadfile --no-loadscope-reorder``: each
 file's tests run on one worker, in order, so that a module's fixture (servers, clusters) starts once, and the
 files are handed out in the order below (xdist would reorder them by their number of tests). The files in
 ``MACHINE_WIDE`` look at every process or namespace on the machine (Slurm's daemons and janitors, a multi-node
@@ -8,7 +8,7 @@ cluster's namespaces, netlab's fixed ``dtc-*`` namespaces, the stress loops), so
 them as one file: no two of their tests run at once. The files in ``IN_STEP`` start two-worker TensorFlow jobs
 whose workers wait for each other at every step: two such jobs at once, one per worker, made each 3-4x slower
 than alone (the twelve-run exit test took 105-126 s, 19 s for the fit worker asked to stop became 55-74 s).
-They are counted as one file too, and run one after the other while the other worker takes the rest.
+They are counted as one file too, and run one after the other while the other workers take the rest.
 
 xdist's own ``--dist loadgroup`` would do it with marks, but under pytest 9.2 its marks never reach the
 scheduler (xdist 3.8 rewrites ``item._nodeid``, which pytest no longer reads). conftest.py imports both hooks.
