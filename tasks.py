@@ -300,13 +300,13 @@ def course(args: list[str]) -> int:
     return ran or subprocess.run([PY, "-m", "tools.make_exercises"], cwd=ROOT, env=_venv_env()).returncode
 
 
-# The unit tests three at a time (UNIT_WORKERS, pytest-xdist): most wait on processes they start; two at a time
+# The unit tests three at a time (THREE_AT_A_TIME, pytest-xdist): most wait on processes they start; two at a time
 # (and the checks beside them) left 215 of the phase's 760 core-seconds idle in CI. Each file stays on one
 # worker; tests/machine_wide.py keeps the tests that look at every process on the machine (Slurm, network
 # namespaces) on one worker, one at a time, and hands out the longest files first (xdist would otherwise
 # reorder them by their number of tests).
-TWO_AT_A_TIME = ["-n", "2", "--dist", "loadfile", "--no-loadscope-reorder"]  # files in the order collected
-UNIT_WORKERS = NBVAL_WORKERS = ["-n", "3", *TWO_AT_A_TIME[2:]]
+BY_FILE = ["--dist", "loadfile", "--no-loadscope-reorder"]  # a file's tests on one worker; files in the order collected
+TWO_AT_A_TIME, THREE_AT_A_TIME = ["-n", "2", *BY_FILE], ["-n", "3", *BY_FILE]
 
 
 def oldest_test_commands(args: list[str]) -> list[list]:
@@ -489,7 +489,7 @@ def unit_tests(args: list[str], env: dict) -> int:
     select = [] if "-m" in args else ["-m", "not smoke_run and not browser"]
     # The slowest tests and notebook cells are listed at the end of each run (--durations), and every test's
     # time is in build/test-logs/unit.xml: what to look at first when the suite outgrows its time budget.
-    return subprocess.run([PY, "-m", "pytest", "tests", *UNIT_WORKERS, "--durations=15",
+    return subprocess.run([PY, "-m", "pytest", "tests", *THREE_AT_A_TIME, "--durations=15",
                            f"--junitxml={TEST_LOGS / 'unit.xml'}", *select, *args], cwd=ROOT, env=env).returncode
 
 
@@ -510,7 +510,7 @@ def nbval(env: dict) -> int:
     # left 12 % of the phase's core time idle in CI (2026-11-29). The longest first, so that no worker is left
     # alone with one at the end.
     return subprocess.run(
-        [PY, "-m", "pytest", "-p", "no:cacheprovider", *NBVAL_WORKERS, "--durations=15",
+        [PY, "-m", "pytest", "-p", "no:cacheprovider", *THREE_AT_A_TIME, "--durations=15",
          f"--junitxml={TEST_LOGS / 'nbval.xml'}", "--nbval-lax",
          "--nbval-current-env", "--nbval-sanitize-with", ROOT / "tests" / "nbval_sanitize.cfg", "-o", "testpaths=",
          *nbval_order(staged)], cwd=staged, env=env).returncode
