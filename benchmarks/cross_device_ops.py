@@ -19,6 +19,7 @@ import statistics
 import sys
 from pathlib import Path
 
+from course_utils import machine
 from course_utils.devices import simulate_devices
 
 
@@ -73,7 +74,8 @@ def main(argv: list[str]) -> int:
     args.output.write_text(json.dumps({
         "benchmark": "cross_device_ops", "devices": args.devices, "examples_per_epoch": args.examples,
         "per_replica_batch": args.per_replica_batch, "tensorflow": tf.__version__,
-        "keras": keras.__version__, "machine": platform.machine(), "results": results}, indent=2))
+        "keras": keras.__version__, "machine": platform.machine(), "ran_on": machine.describe(),
+        "results": results}, indent=2))
     print(f"saved {args.output}")
     return 0
 

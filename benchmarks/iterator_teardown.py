@@ -36,7 +36,7 @@ import threading
 import time
 from pathlib import Path
 
-from course_utils import processes  # does not import TensorFlow: the parent never starts it
+from course_utils import machine, processes  # neither imports TensorFlow: the parent never starts it
 
 SLOW = 0.1  # seconds: a deletion slower than this is a "wait"
 AT_ROUND = 0.05  # seconds: a deletion that ends this close to a scheduled round ends "at the round"
@@ -226,7 +226,7 @@ def main(argv: list[str]) -> int:
     import tensorflow as tf  # noqa: PLC0415 -- the versions, after the children have finished
 
     report = {"date": datetime.date.today().isoformat(), "seconds": round(time.perf_counter() - started),
-              "tensorflow": tf.__version__, "cpus": os.cpu_count(),
+              "tensorflow": tf.__version__, "cpus": os.cpu_count(), "ran_on": machine.describe(),
               "settings": {k: v for k, v in vars(args).items() if k in ("epochs", "replicas", "limit", "batch")},
               "rules": {"slow_s": SLOW, "at_round_s": AT_ROUND}, "pids": args.pids, "autotune": results}
     args.output.write_text(json.dumps(report, indent=1) + "\n")

@@ -49,7 +49,8 @@ import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from course_utils import peak, processes  # neither imports TensorFlow: the parent never starts it
+from course_utils import machine as course_machine  # none of the three imports TensorFlow: the parent never starts it
+from course_utils import peak, processes
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULT = "RESULT "
@@ -116,7 +117,8 @@ def machine(software: dict, cpuinfo: str = "/proc/cpuinfo") -> dict:
     models = [line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("model name")]
     flags = peak.cpu_flags(cpuinfo)
     policy, why = software.get("precision_policy") or (None, "unknown")
-    return {"machine": platform.processor() or platform.machine(),
+    return {"ran_on": course_machine.describe(software.get("gpus", 0)),  # the notebooks' metadata names it so
+            "machine": platform.processor() or platform.machine(),
             "cpu_model": models[0] if models else platform.processor() or platform.machine(),
             "cpu_flags": [flag for flag in CPU_FLAGS if flag in flags], "cpus": os.cpu_count(),
             "python": platform.python_version(), "tensorflow": software.get("tensorflow"),
@@ -199,7 +201,8 @@ def measure_peak() -> dict:
     return {"peak_flops": peak.matmul_peak(repeats=10), "training_flops": peak.training_flops(model),
             "profiled_forward_flops": peak.profiled_forward_flops(model),
             "software": {"tensorflow": tf.__version__, "keras": keras.__version__,
-                         "precision_policy": list(peak.mixed_precision_policy())}}
+                         "precision_policy": list(peak.mixed_precision_policy()),
+                         "gpus": len(tf.config.list_physical_devices("GPU"))}}
 
 
 # -- the parent ---------------------------------------------------------------------------------------------

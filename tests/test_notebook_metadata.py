@@ -1,7 +1,8 @@
 """tools/notebook_metadata.py: run metadata stripped, one wall time kept, README's wall-time sentence."""
 
+import json
+
 import nbformat
-import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 from tools import notebook_metadata as nm
@@ -88,38 +89,75 @@ def test_strip_file_writes_like_papermill(tmp_path):
 
 def test_wall_time_sentence_and_readme_update(tmp_path):
     times = {"01": 6, "02": 156, "03": 409}
-    machine = "on the 2-core CPU-only development machine"
+    machine = "AMD EPYC 9B14, 2 cores, no GPU"
     assert nm.wall_time_sentence(times, machine) == (
-        "(on the 2-core CPU-only development machine: 01 6 s, 02 156 s, 03 409 s, under 10 minutes in all)")
-    assert nm.wall_time_sentence({"01": 59}) == "(on the development machine: 01 59 s, under a minute in all)"
+        "(on AMD EPYC 9B14, 2 cores, no GPU: 01 6 s, 02 156 s, 03 409 s; 571 s in all, under 10 minutes)")
+    assert nm.wall_time_sentence({"01": 59}) == "(on the development machine: 01 59 s; 59 s in all, under a minute)"
 
     readme = tmp_path / "README.md"
-    original = (f"Times <!-- wall-times -->({machine}: 01 1 s, under a minute in all)<!-- /wall-times -->;\nmore\n")
+    original = ("Times <!-- wall-times -->(on another machine: 01 1 s; 1 s in all, under a minute)"
+                "<!-- /wall-times -->;\n")
     readme.write_text(original)
+    assert nm.readme_machine(original) == "on another machine"
     folder = tmp_path / "notebooks"
     folder.mkdir()
     paths = []
-    for name, seconds in [("01_a.ipynb", 6.4), ("02_b.ipynb", None), ("03_c.ipynb", 409), ("03b_d.ipynb", 9)]:
+    for name, seconds in [("01_a.ipynb", 6.4), ("03_c.ipynb", 409), ("03b_d.ipynb", 9)]:
         nb = _papermill_notebook()
-        if seconds is not None:
-            nm.strip_run_metadata(nb, seconds)
+        nm.strip_run_metadata(nb, seconds, machine)
         nbformat.write(nb, folder / name)
         paths.append(folder / name)
     assert nm.wall_times(paths) == {"01": 6, "03": 409, "03b": 9}  # 03b is not 03
+    assert nm.one_run_set(paths) == (machine, "")
     assert nm.update_readme(readme, paths)
-    assert readme.read_text() == (f"Times <!-- wall-times -->({machine}: 01 6 s, 03 409 s, 03b 9 s, "
-                                  "under 8 minutes in all)<!-- /wall-times -->;\nmore\n")
+    assert readme.read_text() == (f"Times <!-- wall-times -->(on {machine}: 01 6 s, 03 409 s, 03b 9 s; 424 s in all, "
+                                  "under 8 minutes)<!-- /wall-times -->;\n")
+    assert nm.readme_machine(readme.read_text()) == f"on {machine}"
     assert not nm.update_readme(readme, paths)
+
+
+def test_the_readme_takes_wall_times_only_from_one_machines_run_of_every_notebook(tmp_path):
+    readme = tmp_path / "README.md"
+    original = "Times <!-- wall-times -->(on a machine: 01 1 s; 1 s in all, under a minute)<!-- /wall-times -->\n"
     readme.write_text(original)
-    assert not nm.update_readme(readme, paths[1:2]) and readme.read_text() == original, "no metadata: as is"
+    (tmp_path / "notebooks").mkdir()
+    paths = []
+    for name, seconds, machine in [("01_a.ipynb", 6, "AMD EPYC, 2 cores, no GPU"), ("02_b.ipynb", 7, None),
+                                   ("03_c.ipynb", 8, "Intel(R) Xeon(R) CPU @ 2.20GHz, 4 cores, no GPU"),
+                                   ("04_d.ipynb", None, None), ("05_e.ipynb", 9, "AMD EPYC, 2 cores, no GPU")]:
+        nb = _papermill_notebook()
+        nm.strip_run_metadata(nb, seconds, machine)
+        nbformat.write(nb, tmp_path / "notebooks" / name)
+        paths.append(tmp_path / "notebooks" / name)
+    assert nm.one_run_set(paths) == (None, "no recorded run: 04; not run on AMD EPYC, 2 cores, no GPU: 02 (no "
+                                           "machine recorded), 03 (Intel(R) Xeon(R) CPU @ 2.20GHz, 4 cores, no GPU)")
+    assert not nm.update_readme(readme, paths) and readme.read_text() == original
+    assert nm.one_run_set([paths[0], paths[4]]) == ("AMD EPYC, 2 cores, no GPU", "")
+    assert nm.update_readme(readme, [paths[0], paths[4]])
+    assert nm.readme_machine(readme.read_text()) == "on AMD EPYC, 2 cores, no GPU"
 
 
-COMMITTED_TIMES = nm.wall_times(course_notebooks())
+COURSE = course_notebooks()
+COMMITTED_TIMES = nm.wall_times(COURSE)
 
 
-@pytest.mark.skipif(not COMMITTED_TIMES, reason="no committed notebook records metadata.course.wall_time_s "
-                                                "yet: run `python3 tasks.py course`")
+def test_the_committed_notebooks_were_all_executed_on_one_machine():
+    """Lessons, deeper notebooks and the solution: outcomes compare only within one machine's run."""
+    ran_on, why = nm.one_run_set(COURSE)
+    assert ran_on, f"the committed notebooks are not one machine's run ({why}): run `python3 tasks.py course`"
+
+
+def test_the_benchmarks_ran_on_the_notebooks_machine():
+    ran_on, why = nm.one_run_set(COURSE)
+    assert ran_on, why
+    for path in sorted((ROOT / "benchmarks" / "results").glob("*.json")):
+        assert json.loads(path.read_text()).get("ran_on") == ran_on, \
+            f"{path.name} was not measured on the notebooks' machine ({ran_on}): re-run its benchmark"
+
+
 def test_readme_wall_times_equal_the_notebooks_metadata():
     readme = (ROOT / "README.md").read_text()
-    assert nm.readme_sentence(readme) == nm.wall_time_sentence(COMMITTED_TIMES, nm.readme_machine(readme)), \
+    ran_on, why = nm.one_run_set(COURSE)
+    assert ran_on, why
+    assert nm.readme_sentence(readme) == nm.wall_time_sentence(COMMITTED_TIMES, ran_on), \
         "README's wall times differ from the notebooks' metadata: run `python3 tasks.py course`"

@@ -8,9 +8,11 @@ checks run before the devices are configured.
 from __future__ import annotations
 
 import nbformat
+import papermill as pm
 import pytest
 
 from course_utils import parameters
+from tools import notebook_params
 from tools.notebook_params import ROOT, course_notebooks, smoke_parameters
 
 NOTEBOOKS = [str(p.relative_to(ROOT)) for p in course_notebooks()]
@@ -153,3 +155,11 @@ def test_the_smoke_setting_never_asks_for_more_than_a_notebooks_own_default():
     assert smoke_parameters(ROOT / "notebooks/08_slurm.ipynb")["EPOCHS"] == 2  # its own default
     assert smoke_parameters(ROOT / "notebooks/05_multi_worker.ipynb")["EPOCHS"] == 3
     assert smoke_parameters(ROOT / "notebooks/04_single_vs_multi_device.ipynb")["LIMIT"] == 512  # smaller: smoke's
+
+
+def test_a_notebooks_own_smoke_values_replace_the_shared_ones_for_it_alone():
+    assert smoke_parameters(ROOT / "notebooks/deeper/08_slurm_checks.ipynb")["TASKS_PER_NODE"] == 1
+    assert "TASKS_PER_NODE" not in smoke_parameters(ROOT / "notebooks/08_slurm.ipynb")  # the lesson keeps 2 x 2
+    for rel, own in notebook_params.SMOKE_FOR.items():
+        declared = pm.inspect_notebook(str(ROOT / rel))
+        assert set(own) <= set(declared), f"{rel} declares no {set(own) - set(declared)}"

@@ -605,7 +605,11 @@ def test_course_runner_in_smoke_mode_prints_progress_and_strips_run_metadata(tmp
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "[1/1] notebooks/01_strategies_overview.ipynb ..." in proc.stdout  # a progress line per notebook
-    assert re.search(r"\[1/1\] notebooks/01_strategies_overview.ipynb done in \d+ s", proc.stdout)
+    assert re.search(r"\[1/1\] notebooks/01_strategies_overview.ipynb done in \d+ s; longest code cells: \d+ \d+ s, ",
+                     proc.stdout)
+    times = json.loads((tmp_path / "course-cell-times.json").read_text())["notebooks"]["01"]
+    assert isinstance(times["wall_time_s"], int) and times["cells"][0][0] >= 1  # code cells, longest first
+    assert [t for _, t, _ in times["cells"]] == sorted((t for _, t, _ in times["cells"]), reverse=True)
     out = next(tmp_path.glob("notebooks/01_*.ipynb"))
     nb = nbformat.read(out, as_version=4)
     assert "papermill" not in nb.metadata and isinstance(nb.metadata["course"]["wall_time_s"], int)

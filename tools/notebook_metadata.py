@@ -114,12 +114,36 @@ def wall_times(paths: list[Path]) -> dict[str, int]:
     return times
 
 
+def machines(paths: list[Path]) -> dict[str, str | None]:
+    """Label -> the machine its recorded run was on (None: no recorded run), in the given order."""
+    return {label(path): machine(path) for path in paths}
+
+
+def one_run_set(paths: list[Path]) -> tuple[str | None, str]:
+    """``(machine, "")`` when every notebook records a wall time and all ran on one machine, else
+    ``(None, why)``, naming the notebooks that differ from the most common machine or have no run."""
+    found = machines(paths)
+    untimed = [name for name, path in zip(found, paths) if wall_time(path) is None]
+    ran_on = [m for m in found.values() if m]
+    common = max(set(ran_on), key=ran_on.count) if ran_on else None
+    differ = {name: m for name, m in found.items() if m != common}
+    if not untimed and common and not differ:
+        return common, ""
+    why = [f"no recorded run: {', '.join(untimed)}"] if untimed else []
+    other = [f"{name} ({m or 'no machine recorded'})" for name, m in differ.items() if name not in untimed]
+    if other:
+        why.append(f"not run on {common or 'one recorded machine'}: {', '.join(other)}")
+    return None, "; ".join(why)
+
+
 def wall_time_sentence(times: dict[str, int], machine: str = DEFAULT_MACHINE) -> str:
-    """``(on the ... machine: 01 6 s, 02 156 s, under 3 minutes in all)``."""
-    minutes = math.floor(sum(times.values()) / 60) + 1
+    """``(on AMD EPYC, 2 cores, no GPU: 01 6 s, 02 156 s; 162 s in all, under 3 minutes)``."""
+    seconds = sum(times.values())
+    minutes = math.floor(seconds / 60) + 1
     total = "under a minute" if minutes == 1 else f"under {minutes} minutes"
-    listed = ", ".join(f"{name} {seconds} s" for name, seconds in times.items())
-    return f"({machine}: {listed}, {total} in all)"
+    listed = ", ".join(f"{name} {value} s" for name, value in times.items())
+    where = machine if machine.startswith("on ") else f"on {machine}"
+    return f"({where}: {listed}; {seconds:,} s in all, {total})"
 
 
 _MARKED = re.compile(re.escape(README_MARKERS[0]) + r"(?P<sentence>.*?)" + re.escape(README_MARKERS[1]),
@@ -133,23 +157,24 @@ def readme_sentence(readme: str) -> str | None:
 
 
 def readme_machine(readme: str) -> str:
-    """The machine the README names (``on the 2-core ... machine``); a person edits it, we keep it."""
+    """The machine the README's wall-time sentence names (``on AMD EPYC, 2 cores, no GPU``)."""
     sentence = readme_sentence(readme) or ""
-    match = re.match(r"\((?P<machine>[^:()]+):", sentence)
+    match = re.match(r"\((?P<machine>.*?): (?=\S+ \d+ s)", sentence)
     return match["machine"] if match else DEFAULT_MACHINE
 
 
 def update_readme(readme_path: Path, paths: list[Path]) -> bool:
     """Regenerate the README's wall-time sentence from the notebooks' metadata; return whether it changed.
 
-    Leaves the README as it is when no notebook has a recorded wall time yet, or it has no markers.
+    Only from one run set (``one_run_set``: every notebook timed, all on one machine, which the sentence
+    names); otherwise, or without markers, the README stays as it is.
     """
     readme_path = Path(readme_path)
     text = readme_path.read_text(encoding="utf-8")
-    times = wall_times(paths)
-    if not times or readme_sentence(text) is None:
+    ran_on, _ = one_run_set(paths)
+    if ran_on is None or readme_sentence(text) is None:
         return False
-    sentence = wall_time_sentence(times, readme_machine(text))
+    sentence = wall_time_sentence(wall_times(paths), ran_on)
     new = _MARKED.sub(lambda _: README_MARKERS[0] + sentence + README_MARKERS[1], text, count=1)
     if new == text:
         return False
