@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import resource
 import signal
 import sys
 from pathlib import Path
@@ -76,3 +77,35 @@ def pytest_sessionfinish(session, exitstatus):
         print("\nLeft behind by this test session (each must be stopped by what started it):\n  "
               + "\n  ".join(sorted(left)), file=sys.stderr)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+# --- each test's CPU seconds: CI is CPU-bound on two cores, so CPU, not wall time, is what a test costs it -----
+
+def _cpu_seconds() -> float:
+    """This process's CPU time and its ended, waited-for children's (``subprocess.run``, the launcher's workers)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    item._course_cpu_before = _cpu_seconds()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """``cpu_s`` (set-up, call and tear-down, a module fixture's set-up in its first test) as a property of
+    the test: in build/test-logs/unit.xml, and the largest at the end of the run."""
+    if call.when == "teardown" and hasattr(item, "_course_cpu_before"):
+        item.user_properties.append(("cpu_s", round(_cpu_seconds() - item._course_cpu_before, 1)))
+    yield
+
+
+def pytest_terminal_summary(terminalreporter):
+    spent = sorted((dict(r.user_properties)["cpu_s"], r.nodeid) for reports in terminalreporter.stats.values()
+                   for r in reports if getattr(r, "when", None) == "teardown" and "cpu_s" in dict(r.user_properties))
+    if spent:
+        terminalreporter.write_sep("=", f"most CPU seconds (with the processes they waited for), of "
+                                        f"{sum(c for c, _ in spent):.0f} in {len(spent)} tests")
+        for cpu, nodeid in spent[::-1][:15]:
+            terminalreporter.write_line(f"{cpu:7.1f} s  {nodeid}")

@@ -36,8 +36,9 @@ SMOKE = {
     "UNTIMED_FIRST": False,  # notebook 04: with one round there is no round 1 to keep first-use costs out of
     "PROFILE_STEPS": 3,
     "PROFILE_ROUNDS": 1,
-    # notebook 05b: a 100 Mbit/s link costs ~0.9 s per update whatever the batch; 1 Gbit/s proves the same code
-    "RATES": ["1gbit", None],
+    # 05b and deeper/05b: a 100 Mbit/s link costs ~0.9 s per update whatever the batch; 1 Gbit/s proves the same
+    # code, and one rate-limited link the sweep's (their one-worker run sets the unlimited one): a launch less each
+    "RATES": ["1gbit"],
     "SLOW": "1gbit",
     "ACCURACY_RUNS": 1,  # notebook 05b: the baseline proves the accuracy code; each run is a 2-worker launch
     "LOST_WAIT_S": 30,  # deeper/05: a frozen worker is noticed after TensorFlow's 10 s heartbeat timeout
