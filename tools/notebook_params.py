@@ -75,7 +75,8 @@ def smoke_parameters(path: Path) -> dict:
     """
     declared = pm.inspect_notebook(str(path))
     found = {}
-    own = SMOKE_FOR.get(Path(path).resolve().relative_to(ROOT).as_posix(), {})
+    resolved = Path(path).resolve()
+    own = SMOKE_FOR.get(resolved.relative_to(ROOT).as_posix(), {}) if resolved.is_relative_to(ROOT) else {}
     for name, value in {**SMOKE, **own}.items():
         if name in declared:
             default = _default(declared, name)
