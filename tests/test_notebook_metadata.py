@@ -98,7 +98,7 @@ def test_wall_time_sentence_and_readme_update(tmp_path):
     original = ("Times <!-- wall-times -->(on another machine: 01 1 s; 1 s in all, under a minute)"
                 "<!-- /wall-times -->;\n")
     readme.write_text(original)
-    assert nm.readme_machine(original) == "on another machine"
+    assert nm.readme_machine(original) == "another machine"
     folder = tmp_path / "notebooks"
     folder.mkdir()
     paths = []
@@ -112,7 +112,7 @@ def test_wall_time_sentence_and_readme_update(tmp_path):
     assert nm.update_readme(readme, paths)
     assert readme.read_text() == (f"Times <!-- wall-times -->(on {machine}: 01 6 s, 03 409 s, 03b 9 s; 424 s in all, "
                                   "under 8 minutes)<!-- /wall-times -->;\n")
-    assert nm.readme_machine(readme.read_text()) == f"on {machine}"
+    assert nm.readme_machine(readme.read_text()) == machine
     assert not nm.update_readme(readme, paths)
 
 
@@ -134,30 +134,28 @@ def test_the_readme_takes_wall_times_only_from_one_machines_run_of_every_noteboo
     assert not nm.update_readme(readme, paths) and readme.read_text() == original
     assert nm.one_run_set([paths[0], paths[4]]) == ("AMD EPYC, 2 cores, no GPU", "")
     assert nm.update_readme(readme, [paths[0], paths[4]])
-    assert nm.readme_machine(readme.read_text()) == "on AMD EPYC, 2 cores, no GPU"
+    assert nm.readme_machine(readme.read_text()) == "AMD EPYC, 2 cores, no GPU"
 
 
 COURSE = course_notebooks()
 COMMITTED_TIMES = nm.wall_times(COURSE)
+RAN_ON, WHY_NOT = nm.one_run_set(COURSE)  # the committed notebooks' machine, read once for the tests below
 
 
 def test_the_committed_notebooks_were_all_executed_on_one_machine():
     """Lessons, deeper notebooks and the solution: outcomes compare only within one machine's run."""
-    ran_on, why = nm.one_run_set(COURSE)
-    assert ran_on, f"the committed notebooks are not one machine's run ({why}): run `python3 tasks.py course`"
+    assert RAN_ON, f"the committed notebooks are not one machine's run ({WHY_NOT}): run `python3 tasks.py course`"
 
 
 def test_the_benchmarks_ran_on_the_notebooks_machine():
-    ran_on, why = nm.one_run_set(COURSE)
-    assert ran_on, why
+    assert RAN_ON, WHY_NOT
     for path in sorted((ROOT / "benchmarks" / "results").glob("*.json")):
-        assert json.loads(path.read_text()).get("ran_on") == ran_on, \
-            f"{path.name} was not measured on the notebooks' machine ({ran_on}): re-run its benchmark"
+        assert json.loads(path.read_text()).get("ran_on") == RAN_ON, \
+            f"{path.name} was not measured on the notebooks' machine ({RAN_ON}): re-run its benchmark"
 
 
 def test_readme_wall_times_equal_the_notebooks_metadata():
     readme = (ROOT / "README.md").read_text()
-    ran_on, why = nm.one_run_set(COURSE)
-    assert ran_on, why
-    assert nm.readme_sentence(readme) == nm.wall_time_sentence(COMMITTED_TIMES, ran_on), \
+    assert RAN_ON, WHY_NOT
+    assert nm.readme_sentence(readme) == nm.wall_time_sentence(COMMITTED_TIMES, RAN_ON), \
         "README's wall times differ from the notebooks' metadata: run `python3 tasks.py course`"

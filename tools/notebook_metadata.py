@@ -45,7 +45,7 @@ def keep_allowed_metadata(nb: nbformat.NotebookNode) -> list[str]:
             del cell.metadata[key]
     return dropped
 README_MARKERS = ("<!-- wall-times -->", "<!-- /wall-times -->")
-DEFAULT_MACHINE = "on the development machine"
+DEFAULT_MACHINE = "the development machine"
 
 
 def strip_run_metadata(nb: nbformat.NotebookNode, wall_time_s: float | None = None, machine: str | None = None) -> bool:
@@ -85,16 +85,21 @@ def strip_file(path: Path, wall_time_s: float | None, machine: str | None = None
         write_notebook(nb, path)
 
 
+def _recorded(path: Path) -> tuple[str | None, int | None]:
+    """The machine and the wall time the course command recorded in a notebook (None where it recorded none)."""
+    course = nbformat.read(path, as_version=4).metadata.get(COURSE_KEY, {})
+    value = course.get(WALL_TIME_KEY)
+    return course.get(MACHINE_KEY), int(value) if value is not None else None
+
+
 def machine(path: Path) -> str | None:
     """The machine a notebook's recorded run was on, or None."""
-    return nbformat.read(path, as_version=4).metadata.get(COURSE_KEY, {}).get(MACHINE_KEY)
+    return _recorded(path)[0]
 
 
 def wall_time(path: Path) -> int | None:
     """The wall time recorded in a notebook by the course command, or None."""
-    nb = nbformat.read(path, as_version=4)
-    value = nb.metadata.get(COURSE_KEY, {}).get(WALL_TIME_KEY)
-    return int(value) if value is not None else None
+    return _recorded(path)[1]
 
 
 def label(path: Path) -> str:
@@ -114,16 +119,12 @@ def wall_times(paths: list[Path]) -> dict[str, int]:
     return times
 
 
-def machines(paths: list[Path]) -> dict[str, str | None]:
-    """Label -> the machine its recorded run was on (None: no recorded run), in the given order."""
-    return {label(path): machine(path) for path in paths}
-
-
 def one_run_set(paths: list[Path]) -> tuple[str | None, str]:
     """``(machine, "")`` when every notebook records a wall time and all ran on one machine, else
     ``(None, why)``, naming the notebooks that differ from the most common machine or have no run."""
-    found = machines(paths)
-    untimed = [name for name, path in zip(found, paths) if wall_time(path) is None]
+    recorded = {label(path): _recorded(path) for path in paths}  # each notebook read once
+    found = {name: ran_on for name, (ran_on, _) in recorded.items()}
+    untimed = [name for name, (_, seconds) in recorded.items() if seconds is None]
     ran_on = [m for m in found.values() if m]
     common = max(set(ran_on), key=ran_on.count) if ran_on else None
     differ = {name: m for name, m in found.items() if m != common}
@@ -142,8 +143,7 @@ def wall_time_sentence(times: dict[str, int], machine: str = DEFAULT_MACHINE) ->
     minutes = math.floor(seconds / 60) + 1
     total = "under a minute" if minutes == 1 else f"under {minutes} minutes"
     listed = ", ".join(f"{name} {value} s" for name, value in times.items())
-    where = machine if machine.startswith("on ") else f"on {machine}"
-    return f"({where}: {listed}; {seconds:,} s in all, {total})"
+    return f"(on {machine}: {listed}; {seconds:,} s in all, {total})"
 
 
 _MARKED = re.compile(re.escape(README_MARKERS[0]) + r"(?P<sentence>.*?)" + re.escape(README_MARKERS[1]),
@@ -157,9 +157,9 @@ def readme_sentence(readme: str) -> str | None:
 
 
 def readme_machine(readme: str) -> str:
-    """The machine the README's wall-time sentence names (``on AMD EPYC, 2 cores, no GPU``)."""
+    """The machine the README's wall-time sentence names (``AMD EPYC, 2 cores, no GPU``)."""
     sentence = readme_sentence(readme) or ""
-    match = re.match(r"\((?P<machine>.*?): (?=\S+ \d+ s)", sentence)
+    match = re.match(r"\(on (?P<machine>.*?): (?=\S+ \d+ s)", sentence)
     return match["machine"] if match else DEFAULT_MACHINE
 
 

@@ -89,10 +89,11 @@ def main(argv: list[str]) -> int:
     if failures:
         return 1
     if args.output_dir is None and not args.smoke:
+        ran_on, why = one_run_set(course_notebooks())  # the README's times come from one machine's run only
         if update_readme(ROOT / "README.md", course_notebooks()):
             print("README.md: wall times updated from the notebooks' metadata")
-        elif one_run_set(course_notebooks())[0] is None:  # the README's times come from one machine's run only
-            print(f"README.md: wall times left as they are ({one_run_set(course_notebooks())[1]}); "
+        elif ran_on is None:
+            print(f"README.md: wall times left as they are ({why}); "
                   "`python3 tasks.py course` with no selection runs them all here")
     return 0
 

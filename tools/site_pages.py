@@ -177,7 +177,7 @@ def landing_page(pages: list[Page], readme: str, url: str, root: Path = ROOT) ->
     how to run it, and the hidden tables of contents that order the navigation (and previous/next)."""
     title, intro = readme_intro(readme)
     rows = readme_rows(readme)
-    machine = readme_machine(readme).removeprefix("on ").strip()
+    machine = readme_machine(readme)
     out = [f"# {title}", "", intro, "",
            f"Each page shows its notebook as it was last run, outputs and figures included: read it here without "
            f"running anything. *Read* counts its prose at {WORDS_PER_MINUTE} words a minute; *Run* is its last "
@@ -277,7 +277,7 @@ def stage(src: Path, pages: list[Page], root: Path = ROOT) -> None:
     committed notebooks (downloads) and the local badge."""
     url = repository_url(root / "pyproject.toml")
     readme = (root / "README.md").read_text(encoding="utf-8")
-    machine = readme_machine(readme).removeprefix("on ").strip()
+    machine = readme_machine(readme)
     (src / ASSETS).mkdir(parents=True, exist_ok=True)
     (src / BADGE).write_text(COLAB_BADGE_SVG, encoding="utf-8")
     (src / "index.md").write_text(landing_page(pages, readme, url, root), encoding="utf-8")
