@@ -10,6 +10,7 @@ import sys
 import textwrap
 
 import nbformat
+import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 from tools import links
@@ -180,6 +181,7 @@ def test_install_cell_on_colab_keeps_tensorflow_and_matches_its_minor_version(tm
                               "tf-keras==2.19.*", "tensorboard==2.19.*", f"course-utils @ git+{OTHER_URL}"]]
 
 
+@pytest.mark.versionless  # the check alone, in a subprocess: no library the course supports a range of
 def test_command_line_check_mode(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "tools.links", "--check"], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)

@@ -6,7 +6,11 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from machine_wide import IN_STEP, LONGEST_FIRST, MACHINE_WIDE, scope
+
+pytestmark = pytest.mark.versionless  # pytest and xdist are dev tools, at the same versions in both venvs
 
 TESTS = Path(__file__).resolve().parent
 

@@ -103,6 +103,7 @@ def test_the_offline_check_finds_what_loads_from_another_host(tmp_path):
         "b.css: https://fonts.example/f.woff2"]
 
 
+@pytest.mark.versionless  # Sphinx and Jupyter Book are dev tools, at the same versions in both venvs
 def test_a_small_course_builds_with_no_warning_and_loads_nothing_from_another_host(tmp_path, capsys):
     """The whole pipeline (staging, Sphinx with -W, the checks) on a copy holding notebook 01 only (seconds)."""
     needs_sphinx()

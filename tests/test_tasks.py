@@ -637,6 +637,7 @@ def test_lab_command_opens_notebook_01_without_instructor_tools_or_news(monkeypa
     assert ("--allow-root" in command) == (os.geteuid() == 0)
 
 
+@pytest.mark.versionless  # the lab runs from .venv (tasks.PY), whichever venv runs the test
 def test_the_student_lab_serves_no_nbgrader_and_no_news_prompt(tmp_path):
     """A real `jupyter lab` started as tasks.py starts it: nbgrader's pages are not served and its lab
     extension is disabled, the news setting defaults to "false" (no pop-up), / opens notebook 01."""
