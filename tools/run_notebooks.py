@@ -89,10 +89,9 @@ def main(argv: list[str]) -> int:
     if failures:
         return 1
     if args.output_dir is None and not args.smoke:
-        ran_on, why = one_run_set(course_notebooks())  # the README's times come from one machine's run only
         if update_readme(ROOT / "README.md", course_notebooks()):
             print("README.md: wall times updated from the notebooks' metadata")
-        elif ran_on is None:
+        elif why := one_run_set(course_notebooks())[1]:  # the README's times come from one machine's run only
             print(f"README.md: wall times left as they are ({why}); "
                   "`python3 tasks.py course` with no selection runs them all here")
     return 0
