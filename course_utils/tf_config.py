@@ -6,7 +6,7 @@ which task it is itself::
     {"cluster": {"worker": ["localhost:12345", "localhost:23456"]},
      "task": {"type": "worker", "index": 0}}
 
-:func:`local_cluster` picks free ports (portpicker), :func:`for_task` gives one task's
+:func:`local_cluster` picks free ports below the ephemeral range, :func:`for_task` gives one task's
 ``TF_CONFIG``, and :func:`validate` turns every mistake TensorFlow would report late, or not at all,
 into a :class:`TFConfigError` that says what is wrong and how to fix it.
 """
@@ -14,10 +14,15 @@ into a :class:`TFConfigError` that says what is wrong and how to fix it.
 from __future__ import annotations
 
 import json
+import random
 import socket
 
 TASK_TYPES = ("chief", "worker", "ps", "evaluator")
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1", "0.0.0.0")
+# Where local_cluster picks ports: below Linux's ephemeral range (32768-60999; macOS and Windows start theirs at 49152).
+# A free port in that range can become another process's outgoing connection's source port before the task's
+# server binds it: "Could not start gRPC server" (seen in CI, a port picked by portpicker, which asks the OS).
+FREE_PORTS = range(15000, 32768)
 EXAMPLE = '{"cluster": {"worker": ["localhost:12345", "localhost:12346"]}, "task": {"type": "worker", "index": 0}}'
 
 
@@ -34,16 +39,20 @@ def local_cluster(workers: int = 2, *, chief: bool = False, ps: int = 0, host: s
     """A cluster spec with ``workers`` workers (and an optional chief and ``ps`` parameter servers),
     each on its own free port of ``host``. An evaluator, if you run one, stays out of the cluster spec
     (nobody connects to it): give it ``for_task(cluster, "evaluator", 0)``."""
-    import portpicker  # noqa: PLC0415
-
     if workers < 0 or ps < 0 or (workers == 0 and not chief):
         raise TFConfigError(f"A cluster needs at least one worker or a chief (got workers={workers}, ps={ps}).")
     counts = {"chief": int(chief), "worker": workers, "ps": ps}
-    ports: list[int] = []
-    while len(ports) < sum(counts.values()):  # a port nobody holds yet may be picked twice (older portpicker)
-        port = portpicker.pick_unused_port()
-        if port not in ports:
+    needed, rng, ports = sum(counts.values()), random.Random(), []
+    for _ in range(100 * needed):
+        if len(ports) == needed:
+            break
+        port = rng.choice(FREE_PORTS)
+        if port not in ports and not port_in_use(host, port):
             ports.append(port)
+    if len(ports) < needed:
+        span = f"{FREE_PORTS.start}-{FREE_PORTS.stop - 1}"
+        raise TFConfigError(f"Found only {len(ports)} of {needed} free ports in {span} on {host}: "
+                            "stop what holds them.")
     free = iter(ports)
     return {kind: [f"{host}:{next(free)}" for _ in range(n)] for kind, n in counts.items() if n}
 

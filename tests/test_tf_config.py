@@ -51,11 +51,22 @@ def test_local_cluster_gives_distinct_free_ports():
 
 
 def test_local_cluster_never_gives_one_port_twice(monkeypatch):
-    import portpicker
+    import random
 
-    picks = iter([5001, 5001, 5002, 5001, 5003])  # what an older portpicker can return: a free port, again
-    monkeypatch.setattr(portpicker, "pick_unused_port", lambda: next(picks))
-    assert local_cluster(2, chief=True) == {"chief": ["localhost:5001"], "worker": ["localhost:5002", "localhost:5003"]}
+    picks = iter([15001, 15001, 15002, 15001, 15003])  # a random pick can repeat a free port
+    monkeypatch.setattr(random.Random, "choice", lambda self, seq: next(picks))
+    assert local_cluster(2, chief=True) == {"chief": ["localhost:15001"],
+                                            "worker": ["localhost:15002", "localhost:15003"]}
+
+
+def test_local_cluster_picks_below_the_ephemeral_range_and_says_when_none_is_free(monkeypatch):
+    ports = [int(a.rpartition(":")[2]) for a in local_cluster(8, chief=True, ps=2)["worker"]]
+    assert all(15000 <= p < 32768 for p in ports), ports  # an outgoing connection never takes one of these
+    import course_utils.tf_config as tf_config
+
+    monkeypatch.setattr(tf_config, "port_in_use", lambda host, port: True)
+    with pytest.raises(TFConfigError, match=r"Found only 0 of 2 free ports in 15000-32767 on localhost"):
+        local_cluster(2)
 
 
 def test_local_cluster_counts_and_host():
