@@ -1,3 +1,5 @@
+import gc
+import importlib.abc
 import inspect
 import math
 import subprocess
@@ -40,14 +42,40 @@ def test_fresh_process_gets_the_requested_count_and_quiet_start():
     code = textwrap.dedent("""
         from course_utils.devices import simulate_devices
         names = simulate_devices(3)
+        import gc
         import tensorflow as tf
         print("replicas", tf.distribute.MirroredStrategy().num_replicas_in_sync, len(names))
+        print("collector", gc.isenabled(), gc.get_freeze_count())
     """)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "simulating 3 devices" in proc.stdout
     assert "replicas 3 3" in proc.stdout
     assert "oneDNN" not in proc.stderr and "cuda" not in proc.stderr.lower()
+    # TensorFlow's import made its objects with the collector paused, then froze them; the collector runs again
+    enabled, frozen = proc.stdout.split("collector ")[1].split()
+    assert enabled == "True" and int(frozen) > 100_000
+
+
+class _NoTensorFlow(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "tensorflow":
+            raise ImportError("no TensorFlow here (the test's)")
+        return None
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_a_failed_tensorflow_import_leaves_the_collector_as_it_was_and_freezes_nothing(monkeypatch, enabled):
+    monkeypatch.delitem(sys.modules, "tensorflow")
+    monkeypatch.setattr(sys, "meta_path", [_NoTensorFlow(), *sys.meta_path])
+    frozen = gc.get_freeze_count()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        with pytest.raises(ImportError, match="the test's"):
+            devices._import_tensorflow_without_startup_lines()
+        assert gc.isenabled() is enabled and gc.get_freeze_count() <= frozen  # (frozen objects can still be freed)
+    finally:
+        gc.enable()
 
 
 # --- the decision, without TensorFlow: gpus, n -> kind, count, cross-device ops -----------------
