@@ -39,12 +39,11 @@ def worker_main(argv=None) -> None:
     args = _worker_args(argv)
     batches = [int(b) for b in args.batches.split(",")]
 
-    import keras  # noqa: PLC0415
-    import tensorflow as tf  # noqa: PLC0415
-
     from course_utils import datasets, devices, models, pipeline, worker_exit  # noqa: PLC0415
 
-    devices.quiet_tensorflow()
+    devices.quiet_tensorflow()  # before TensorFlow's import: its start-up lines hidden, the collector paused
+    import keras  # noqa: PLC0415
+    import tensorflow as tf  # noqa: PLC0415
 
     ring = tf.distribute.experimental.CommunicationImplementation.RING
     strategy = tf.distribute.MultiWorkerMirroredStrategy(

@@ -1,5 +1,6 @@
 import gc
 import importlib.abc
+import importlib.util
 import inspect
 import math
 import subprocess
@@ -40,40 +41,62 @@ def test_rejects_non_positive_or_non_integer(bad):
 
 def test_fresh_process_gets_the_requested_count_and_quiet_start():
     code = textwrap.dedent("""
-        from course_utils.devices import simulate_devices
-        names = simulate_devices(3)
         import gc
+        from course_utils import devices
+        before = sum(generation["collections"] for generation in gc.get_stats())
+        devices._import_tensorflow_without_startup_lines()  # what simulate_devices would do first
+        during = sum(generation["collections"] for generation in gc.get_stats()) - before
+        print("collector", during, gc.isenabled(), gc.get_freeze_count())
+        names = devices.simulate_devices(3)
         import tensorflow as tf
         print("replicas", tf.distribute.MirroredStrategy().num_replicas_in_sync, len(names))
-        print("collector", gc.isenabled(), gc.get_freeze_count())
     """)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "simulating 3 devices" in proc.stdout
     assert "replicas 3 3" in proc.stdout
     assert "oneDNN" not in proc.stderr and "cuda" not in proc.stderr.lower()
-    # TensorFlow's import made its objects with the collector paused, then froze them; the collector runs again
-    enabled, frozen = proc.stdout.split("collector ")[1].split()
-    assert enabled == "True" and int(frozen) > 100_000
+    # TensorFlow's import ran no collection, its objects were frozen, and the collector runs again
+    during, enabled, frozen = proc.stdout.split("collector ")[1].split()[:3]
+    assert (during, enabled) == ("0", "True") and int(frozen) > 10_000
 
 
-class _NoTensorFlow(importlib.abc.MetaPathFinder):
+class _FakeTensorFlow(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """``import tensorflow`` answered by a stub: it fails, or notes whether the collector was on meanwhile."""
+
+    def __init__(self, fail: bool):
+        self.fail, self.collector_on = fail, None
+
     def find_spec(self, name, path=None, target=None):
-        if name == "tensorflow":
-            raise ImportError("no TensorFlow here (the test's)")
+        return importlib.util.spec_from_loader(name, self) if name == "tensorflow" else None
+
+    def create_module(self, spec):
         return None
+
+    def exec_module(self, module):
+        self.collector_on = gc.isenabled()
+        if self.fail:
+            raise ImportError("no TensorFlow here (the test's)")
 
 
 @pytest.mark.parametrize("enabled", [True, False])
-def test_a_failed_tensorflow_import_leaves_the_collector_as_it_was_and_freezes_nothing(monkeypatch, enabled):
+@pytest.mark.parametrize("fail", [False, True])
+def test_tensorflow_is_imported_with_the_collector_paused_and_the_collector_left_as_it_was(monkeypatch, fail,
+                                                                                           enabled):
+    fake, frozen = _FakeTensorFlow(fail), []
     monkeypatch.delitem(sys.modules, "tensorflow")
-    monkeypatch.setattr(sys, "meta_path", [_NoTensorFlow(), *sys.meta_path])
-    frozen = gc.get_freeze_count()
+    monkeypatch.setattr(sys, "meta_path", [fake, *sys.meta_path])
+    monkeypatch.setattr(gc, "freeze", lambda: frozen.append("frozen"))  # not pytest's own objects
     (gc.enable if enabled else gc.disable)()
     try:
-        with pytest.raises(ImportError, match="the test's"):
+        if fail:
+            with pytest.raises(ImportError, match="the test's"):
+                devices._import_tensorflow_without_startup_lines()
+        else:
             devices._import_tensorflow_without_startup_lines()
-        assert gc.isenabled() is enabled and gc.get_freeze_count() <= frozen  # (frozen objects can still be freed)
+        assert fake.collector_on is False
+        assert gc.isenabled() is enabled
+        assert frozen == ([] if fail else ["frozen"])  # a failed import freezes nothing
     finally:
         gc.enable()
 
