@@ -133,6 +133,7 @@ def test_the_readme_takes_wall_times_only_from_one_machines_run_of_every_noteboo
                                            "machine recorded), 03 (Intel(R) Xeon(R) CPU @ 2.20GHz, 4 cores, no GPU)")
     assert not nm.update_readme(readme, paths) and readme.read_text() == original
     assert nm.one_run_set([paths[0], paths[4]]) == ("AMD EPYC, 2 cores, no GPU", "")
+    assert nm.one_run_set([paths[1]]) == (None, "not run on one recorded machine: 02 (no machine recorded)")
     assert nm.update_readme(readme, [paths[0], paths[4]])
     assert nm.readme_machine(readme.read_text()) == "AMD EPYC, 2 cores, no GPU"
 

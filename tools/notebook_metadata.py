@@ -127,7 +127,7 @@ def one_run_set(paths: list[Path]) -> tuple[str | None, str]:
     untimed = [name for name, (_, seconds) in recorded.items() if seconds is None]
     ran_on = [m for m in found.values() if m]
     common = max(set(ran_on), key=ran_on.count) if ran_on else None
-    differ = {name: m for name, m in found.items() if m != common}
+    differ = {name: m for name, m in found.items() if m is None or m != common}  # no machine differs even from none
     if not untimed and common and not differ:
         return common, ""
     why = [f"no recorded run: {', '.join(untimed)}"] if untimed else []
