@@ -88,7 +88,12 @@ def lab(tmp_path_factory):
 
 
 def stage(rel: str):
+    """The committed notebook in the smoke setting, outputs kept and execution counts cleared: a count on
+    the page after Run All was given by this run's kernel."""
     nb = smoke_notebook(ROOT / rel)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.execution_count = None
     out = STAGE / rel
     out.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, out)
@@ -111,20 +116,49 @@ def wait_idle(lab, timeout: float = RUN_TIMEOUT_S) -> None:
         lab.started |= {p.pid for p in psutil.Process(lab.server).children(recursive=True)}
 
 
-def open_and_run_all(lab, rel: str):
-    """Open the staged notebook in JupyterLab, Run > Run All Cells, wait until it has run."""
-    page, staged = lab.page, stage(rel)
-    page.goto(f"{lab.base}/lab/tree/{staged.relative_to(ROOT).as_posix()}?token={lab.token}&reset")
-    page.locator(".jp-NotebookPanel .jp-CodeCell").first.wait_for(timeout=60_000)
-    wait_idle(lab, timeout=60)  # the kernel has started
-    page.wait_for_timeout(1000)
+def wait_kernel_ready(lab, staged, timeout: float = 120) -> None:
+    """Until the status bar shows this notebook's kernel connected and idle ("<kernel> | Idle"), or fail
+    with what JupyterLab shows instead (a dialog such as "Select Kernel", or the status bar).
+
+    Not the toolbar's execution indicator: it reads "idle" until the first kernel status arrives. And
+    JupyterLab silently runs no cell when Run All comes before the notebook's session has its kernel.
+    """
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    page = lab.page
+    ready = page.locator(f".jp-StatusBar-TextItem[title$='{staged.name}']", has_text=re.compile(r"\| Idle$"))
     dialog = page.locator(".jp-Dialog")
+    try:
+        ready.or_(dialog).first.wait_for(timeout=timeout * 1000)
+    except PlaywrightTimeout:
+        texts = page.locator(".jp-StatusBar-TextItem").all_text_contents()
+        pytest.fail(f"the kernel of {staged.name} was not connected and idle after {timeout} s; status bar: {texts}")
     if dialog.count():  # e.g. "Select Kernel" for a kernel name JupyterLab does not have
         page.screenshot(path=SHOTS / f"{staged.stem}-dialog.png")
         pytest.fail(f"JupyterLab shows a dialog instead of the notebook: {' '.join(dialog.first.inner_text().split())}")
+
+
+def open_and_run_all(lab, rel: str):
+    """Stage the notebook, open it in JupyterLab, Run > Run All Cells, wait until it has run."""
+    return run_all(lab, stage(rel))
+
+
+def run_all(lab, staged):
+    """Open a staged notebook in JupyterLab, Run > Run All Cells, wait until it has run."""
+    page = lab.page
+    page.goto(f"{lab.base}/lab/tree/{staged.relative_to(ROOT).as_posix()}?token={lab.token}&reset")
+    page.locator(".jp-NotebookPanel .jp-CodeCell").first.wait_for(timeout=60_000)
+    wait_kernel_ready(lab, staged)
     page.get_by_role("menuitem", name="Run", exact=True).click()
     page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
-    page.wait_for_timeout(1000)
+    from playwright.sync_api import expect
+
+    first = page.locator(".jp-CodeCell .jp-InputArea-prompt").first
+    try:  # "[*]:" or "[1]:"; JupyterLab leaves a cell it does not send to a kernel as it was ("[ ]:")
+        expect(first).to_have_text(re.compile(r"\[(\*|\d+)\]"), timeout=30_000)
+    except AssertionError as e:
+        page.screenshot(path=SHOTS / f"{staged.stem}-not-run.png")
+        pytest.fail(f"Run All Cells ran nothing: the first cell's prompt is {first.text_content()!r} ({e})")
     wait_idle(lab)
     return page, staged
 
@@ -163,8 +197,8 @@ def test_notebook_01_runs_all_cells_in_jupyterlab_with_its_checked_outputs(lab):
     page.screenshot(path=SHOTS / "01_strategies_overview.png")
     ran = save(page, staged)
     assert errors(ran) == []
-    code = [c for c in ran.cells if c.cell_type == "code"]
-    assert all(c.execution_count is not None for c in code), "every code cell ran"
+    counts = [c.execution_count for c in ran.cells if c.cell_type == "code"]
+    assert counts == list(range(1, len(counts) + 1)), "every code cell ran once, in order, in this run's kernel"
     committed = nbformat.read(ROOT / "notebooks/01_strategies_overview.ipynb", as_version=4)
     checked = {c.id: c for c in committed.cells if c.cell_type == "code" and "# NBVAL_CHECK_OUTPUT" in c.source}
     assert checked, "notebook 01 has checked cells"
@@ -197,9 +231,12 @@ def test_the_exercise_runs_to_its_first_answer_and_the_check_says_not_answered_y
     assert all(c.execution_count is not None for c in code_before)
     assert all(c.execution_count is None for c in ran.cells[first_answer + 1:] if c.cell_type == "code")
     # the student runs the check below it
-    page.locator(".jp-Notebook .jp-Cell").nth(check).locator(".jp-InputArea-editor").click()
+    from playwright.sync_api import expect
+
+    cell = page.locator(".jp-Notebook .jp-Cell").nth(check)
+    cell.locator(".jp-InputArea-editor").click()
     page.keyboard.press("Shift+Enter")
-    page.wait_for_timeout(1000)
+    expect(cell.locator(".jp-InputArea-prompt")).to_have_text(re.compile(r"\[\d+\]"), timeout=60_000)
     wait_idle(lab)
     page.locator(".jp-Notebook .jp-Cell").nth(check).scroll_into_view_if_needed()
     page.screenshot(path=SHOTS / "07_svhn_exercise.png")
@@ -208,3 +245,32 @@ def test_the_exercise_runs_to_its_first_answer_and_the_check_says_not_answered_y
     assert output.output_type == "error" and output.ename == "CheckFailed"
     shown = "\n".join(output.traceback)
     assert "Exercise 1 is not answered yet" in shown and "Traceback" not in shown and "File " not in shown, shown
+
+
+SLOW_SESSION_LIST = """
+  const realFetch = window.fetch;
+  window.fetch = async (input, init) => {
+    const url = typeof input === "string" ? input : input.url || String(input);
+    const method = (init && init.method) || (input && input.method) || "GET";
+    if (url.includes("/api/sessions?") && method === "GET") await new Promise(done => setTimeout(done, %d));
+    return realFetch(input, init);
+  };
+"""
+
+
+def test_run_all_waits_for_the_kernel_when_the_server_is_slow(lab):
+    """The server's list of sessions answered 2 s late, as on a loaded machine (CI's failed once so): Run All
+    still runs every cell. JupyterLab waits for that list before it starts the notebook's kernel, and runs
+    nothing, silently, when Run All comes first; the toolbar's indicator reads "idle" meanwhile."""
+    STAGE.mkdir(parents=True, exist_ok=True)
+    staged = STAGE / "slow_server.ipynb"
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(f"x = {i}") for i in range(3)])
+    nb.metadata.kernelspec = smoke_notebook(ROOT / "notebooks/01_strategies_overview.ipynb").metadata.kernelspec
+    nbformat.write(nb, staged)
+    page = lab.page.context.browser.new_page()
+    try:
+        page.add_init_script(SLOW_SESSION_LIST % 2000)
+        ran = save(run_all(SimpleNamespace(**{**vars(lab), "page": page}), staged)[0], staged)
+    finally:
+        page.close()
+    assert [c.execution_count for c in ran.cells] == [1, 2, 3]
