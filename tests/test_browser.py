@@ -38,6 +38,7 @@ STAGE = ROOT / "build" / "browser"
 SHOTS = ROOT / "build" / "screenshots"
 RUN_TIMEOUT_S = 300
 EXERCISE = "exercises/07_svhn.ipynb"
+PROMPTS = ".jp-CodeCell .jp-InputArea-prompt"  # "[ ]:", "[*]:" (waiting or running), "[3]:"
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +104,7 @@ def stage(rel: str):
 
 def _prompts(page) -> list[str]:
     # textContent, not innerText: JupyterLab skips rendering cells outside the view (content-visibility)
-    return [p.text_content() or "" for p in page.locator(".jp-CodeCell .jp-InputArea-prompt").all()]
+    return [p.text_content() or "" for p in page.locator(PROMPTS).all()]
 
 
 def wait_idle(lab, timeout: float = RUN_TIMEOUT_S) -> None:
@@ -154,7 +155,7 @@ def run_all(lab, staged):
     page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
     from playwright.sync_api import expect
 
-    first = page.locator(".jp-CodeCell .jp-InputArea-prompt").first
+    first = page.locator(PROMPTS).first
     try:  # "[*]:" or "[1]:"; JupyterLab leaves a cell it does not send to a kernel as it was ("[ ]:")
         expect(first).to_have_text(re.compile(r"\[(\*|\d+)\]"), timeout=30_000)
     except AssertionError as e:
@@ -242,7 +243,7 @@ def test_the_exercise_runs_to_its_first_answer_and_the_check_says_not_answered_y
     page.keyboard.press("Shift+Enter")
     expect(cell.locator(".jp-InputArea-prompt")).to_have_text(re.compile(r"\[\d+\]"), timeout=60_000)
     wait_idle(lab)
-    page.locator(".jp-Notebook .jp-Cell").nth(check).scroll_into_view_if_needed()
+    cell.scroll_into_view_if_needed()
     page.screenshot(path=SHOTS / "07_svhn_exercise.png")
     ran = save(page, staged)
     [output] = ran.cells[check].outputs
@@ -269,7 +270,8 @@ def test_run_all_waits_for_the_kernel_when_the_session_list_comes_late(lab):
     STAGE.mkdir(parents=True, exist_ok=True)
     staged = STAGE / "late_session_list.ipynb"
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(f"x = {i}") for i in range(3)])
-    nb.metadata.kernelspec = smoke_notebook(ROOT / "notebooks/01_strategies_overview.ipynb").metadata.kernelspec
+    course_notebook = nbformat.read(ROOT / "notebooks/01_strategies_overview.ipynb", as_version=4)
+    nb.metadata.kernelspec = course_notebook.metadata.kernelspec  # the course's kernel: no "Select Kernel"
     nbformat.write(nb, staged)
     page = lab.page.context.browser.new_page()
     try:
