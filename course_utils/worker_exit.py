@@ -20,6 +20,9 @@ has already left by then, the exit can wait until the coordination service decla
 (about 10 s here, with "The tasks have crashed" in the waiting task's log). Measured on notebook 05's
 custom loop: one task's exit was held ~10 s in most of 6 runs without ``del iterator`` before the barrier,
 in none of 8 with it. So every worker script deletes its iterator just before :func:`leave_together`.
+The deletion itself can take up to a minute: it waits for tf.data's tuning threads to reach their next
+round (benchmarks/README.md, ``iterator_teardown.py``). A worker warned before a Slurm time limit must
+have that time: 5 of 6 such deletions took 30-32 s in ``tests/test_slurm.py``'s time-limit job.
 
 TensorFlow 2.21 points at this itself: "If a synchronized shutdown is desired,
 the user / library should invoke ``WaitAtBarrier`` explicitly at the end of the program"; its
