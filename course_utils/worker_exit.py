@@ -47,7 +47,17 @@ def leave_together(timeout_s: float = 600.0) -> bool:
     Returns ``False`` at once where there is no coordination service to wait on (no ``TF_CONFIG``
     cluster, so no peer). ``timeout_s``: how long the first task to arrive waits for the last one
     (the chief may still be saving a model); past it, or when a peer is found dead, this raises.
+
+    From here on the worker ignores USR1, the batch scripts' warning before a time limit: the work is
+    saved, and Python restores USR1's default action (to end the process) as it exits. A warning that
+    arrived then, after the last line (tests/test_slurm.py's job: its final run exited 138), would
+    fail a job that had finished.
     """
+    import signal  # noqa: PLC0415
+    import threading  # noqa: PLC0415
+
+    if threading.current_thread() is threading.main_thread():  # only the main thread may set a handler
+        signal.signal(signal.SIGUSR1, signal.SIG_IGN)
     from tensorflow.python.eager import context  # noqa: PLC0415 (TensorFlow starts with the worker)
 
     if context.context().coordination_service is None:

@@ -9,6 +9,7 @@ have crashed" in its log).
 
 from __future__ import annotations
 
+import os
 import textwrap
 
 import pytest
@@ -92,9 +93,53 @@ def test_a_peer_that_never_arrives_fails_the_barrier_with_a_message(tmp_path):
 
 
 def test_without_a_cluster_there_is_nobody_to_wait_for():
+    import signal
+
     from course_utils import worker_exit
 
-    assert worker_exit.leave_together(timeout_s=1) is False
+    before = signal.getsignal(signal.SIGUSR1)
+    try:
+        assert worker_exit.leave_together(timeout_s=1) is False
+        assert signal.getsignal(signal.SIGUSR1) == signal.SIG_IGN  # leaving, this process ignores the warning
+    finally:  # children inherit an ignored signal: the rest of the session must not
+        signal.signal(signal.SIGUSR1, before)
+
+
+# A worker that set a handler for the time-limit warning (USR1), as the course's workers do, then left; a
+# global's __del__ runs as Python tears its modules down, after Python has put back each signal's default
+# action, and sends the warning then.
+LATE_WARNING = textwrap.dedent("""
+    import os, signal, sys, time
+    signal.signal(signal.SIGUSR1, lambda signum, frame: None)
+    from course_utils import worker_exit
+    if sys.argv[1] == "leave":
+        worker_exit.leave_together(timeout_s=1)
+
+    class WarnedAsPythonExits:
+        def __del__(self):
+            os.kill(os.getpid(), signal.SIGUSR1)
+            time.sleep(0.2)
+            print("still here after the warning", flush=True)
+
+    late = WarnedAsPythonExits()
+    """)
+
+
+def test_a_warning_that_comes_as_a_worker_exits_does_not_kill_it(tmp_path):
+    """Without leave_together, USR1 kills the exiting process (exit 138, the job FAILED although its work was
+    done); after it, the process ends 0."""
+    import signal
+    import subprocess
+    import sys
+
+    script = tmp_path / "late.py"
+    script.write_text(LATE_WARNING)
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    bare = subprocess.run([sys.executable, str(script), "stay"], capture_output=True, text=True, timeout=120, env=env)
+    assert bare.returncode == -signal.SIGUSR1, "Python's own exit no longer restores USR1's action: see leave_together"
+    left = subprocess.run([sys.executable, str(script), "leave"], capture_output=True, text=True, timeout=120, env=env)
+    assert left.returncode == 0, left.stderr
+    assert "still here after the warning" in left.stdout
 
 
 def multi_worker_scripts() -> dict[str, str]:
