@@ -37,6 +37,9 @@ it should: the job did not finish.
 
 from __future__ import annotations
 
+import signal
+import threading
+
 BARRIER_ID = "course_utils.worker_exit.leave_together"
 
 
@@ -53,9 +56,6 @@ def leave_together(timeout_s: float = 600.0) -> bool:
     arrived then, after the last line (tests/test_slurm.py's job: its final run exited 138), would
     fail a job that had finished.
     """
-    import signal  # noqa: PLC0415
-    import threading  # noqa: PLC0415
-
     if threading.current_thread() is threading.main_thread():  # only the main thread may set a handler
         signal.signal(signal.SIGUSR1, signal.SIG_IGN)
     from tensorflow.python.eager import context  # noqa: PLC0415 (TensorFlow starts with the worker)

@@ -10,6 +10,9 @@ have crashed" in its log).
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 import textwrap
 
 import pytest
@@ -93,8 +96,6 @@ def test_a_peer_that_never_arrives_fails_the_barrier_with_a_message(tmp_path):
 
 
 def test_without_a_cluster_there_is_nobody_to_wait_for():
-    import signal
-
     from course_utils import worker_exit
 
     before = signal.getsignal(signal.SIGUSR1)
@@ -128,16 +129,16 @@ LATE_WARNING = textwrap.dedent("""
 def test_a_warning_that_comes_as_a_worker_exits_does_not_kill_it(tmp_path):
     """Without leave_together, USR1 kills the exiting process (exit 138, the job FAILED although its work was
     done); after it, the process ends 0."""
-    import signal
-    import subprocess
-    import sys
-
     script = tmp_path / "late.py"
     script.write_text(LATE_WARNING)
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    bare = subprocess.run([sys.executable, str(script), "stay"], capture_output=True, text=True, timeout=120, env=env)
+
+    def run(how):
+        return subprocess.run([sys.executable, str(script), how], capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+
+    bare = run("stay")
     assert bare.returncode == -signal.SIGUSR1, "Python's own exit no longer restores USR1's action: see leave_together"
-    left = subprocess.run([sys.executable, str(script), "leave"], capture_output=True, text=True, timeout=120, env=env)
+    left = run("leave")
     assert left.returncode == 0, left.stderr
     assert "still here after the warning" in left.stdout
 
